@@ -1,0 +1,204 @@
+"""Reaching definitions across cells: which earlier cell feeds each value a cell reads."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from nb2cwl.analysis.program import CellAnalysis, NotebookAnalysis, is_builtin
+from nb2cwl.analysis.state import Definition
+from nb2cwl.errors import Diagnostic
+
+ANY_FILE = "file:*"
+
+
+@dataclass(frozen=True)
+class Input:
+    """A value a cell needs: a variable, `rng:*` state or `file:<path>`, and its producer cell.
+
+    `producer` is None for files that exist beside the notebook (workflow inputs).
+    """
+
+    var: str
+    producer: int | None
+
+
+@dataclass
+class CellFlow:
+    """The dataflow facts of one code cell."""
+
+    analysis: CellAnalysis
+    inputs: list[Input] = field(default_factory=list)
+    replay: list[Definition] = field(default_factory=list)  # in dependency order
+    outputs: set[str] = field(default_factory=set)  # values later cells take from this cell
+    missing: list[str] = field(default_factory=list)  # names read but defined nowhere before
+
+    @property
+    def index(self) -> int:
+        """The cell's index (all cells counted)."""
+        return self.analysis.cell.index
+
+
+@dataclass
+class Dataflow:
+    """The cell-level dataflow graph of a notebook."""
+
+    analysis: NotebookAnalysis
+    cells: list[CellFlow]
+    external_files: dict[str, str]  # relative path -> "File" or "Directory"
+    diagnostics: list[Diagnostic]
+
+    def cell(self, index: int) -> CellFlow:
+        """The CellFlow of cell `index`."""
+        for flow in self.cells:
+            if flow.index == index:
+                return flow
+        raise KeyError(index)
+
+
+def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
+    """Link every read to the last earlier cell that defined, mutated or deleted the value."""
+    notebook_dir = os.path.dirname(analysis.notebook.path)
+    last: dict[str, tuple[str, object]] = {}  # var -> ("data", cell) | ("replay", Definition)
+    #                                                   | ("deleted", cell)
+    file_writer: dict[str, int] = {}
+    opaque_writers: list[int] = []
+    stars: list[Definition] = []
+    flows: list[CellFlow] = []
+    external: dict[str, str] = {}
+    diagnostics: list[Diagnostic] = list(analysis.diagnostics)
+    for cell in analysis.cells:
+        flow = CellFlow(cell)
+        fx = cell.effects
+        needed: dict[str, int | None] = {}
+        replay: dict[str, Definition] = {}
+        for name in sorted(fx.reads):
+            source = last.get(name)
+            if source is None:
+                if not is_builtin(name) and name not in fx.writes:
+                    flow.missing.append(name)
+                continue
+            kind, what = source
+            if kind == "data":
+                needed[name] = what  # type: ignore[assignment]
+            elif kind == "replay":
+                _add_replay(what, replay)  # type: ignore[arg-type]
+        if flow.missing and stars:
+            for definition in stars:
+                _add_replay(definition, replay)
+        for state in sorted(fx.rng):
+            source = last.get(state)
+            if source is not None:
+                needed[state] = source[1]  # type: ignore[assignment]
+        _file_inputs(cell, file_writer, opaque_writers, notebook_dir, needed, external)
+        flow.inputs = [Input(var, producer) for var, producer in needed.items()]
+        flow.replay = _ordered(replay)
+        flows.append(flow)
+        # what this cell leaves for later cells
+        for name in fx.writes | fx.mutates:
+            if name in cell.definitions and name not in fx.mutates:
+                last[name] = ("replay", cell.definitions[name])
+            else:
+                last[name] = ("data", cell.cell.index)
+        for name in fx.deletes - fx.writes:
+            last[name] = ("deleted", cell.cell.index)
+        for state in fx.rng:
+            last[state] = ("data", cell.cell.index)
+        for path in fx.file_writes:
+            file_writer[_normal(path)] = cell.cell.index
+        if fx.opaque_io:
+            opaque_writers.append(cell.cell.index)
+        stars.extend(cell.star_imports)
+    by_index = {flow.index: flow for flow in flows}
+    for flow in flows:
+        for item in flow.inputs:
+            if item.producer is not None and item.producer in by_index:
+                by_index[item.producer].outputs.add(item.var)
+    _warn_unserializable(analysis, flows, by_index, diagnostics)
+    return Dataflow(analysis, flows, external, diagnostics)
+
+
+def _file_inputs(
+    cell: CellAnalysis,
+    file_writer: dict[str, int],
+    opaque_writers: list[int],
+    notebook_dir: str,
+    needed: dict[str, int | None],
+    external: dict[str, str],
+) -> None:
+    fx = cell.effects
+    last_opaque = opaque_writers[-1] if opaque_writers else None
+    touched = fx.file_reads | (fx.file_writes if fx.opaque_io else set())
+    for literal in fx.literals - fx.file_writes:
+        # a path mentioned in any call (os.path.exists("plot.png"), Image.open(...)) is read
+        key = _normal(literal)
+        if key in (".", "") or key.startswith(("../", "/")) or key == "..":
+            continue
+        if key in file_writer or os.path.exists(os.path.join(notebook_dir, key)):
+            touched = touched | {literal}
+    for path in sorted(touched):
+        key = _normal(path)
+        if key.startswith("/") or key.startswith("../"):
+            continue  # outside the notebook's folder: used where it is, not staged
+        writer = file_writer.get(key)
+        if writer is not None and (last_opaque is None or writer > last_opaque):
+            needed[f"file:{key}"] = writer
+            continue
+        if last_opaque is not None:
+            needed[ANY_FILE] = last_opaque
+            if writer is not None:
+                needed[f"file:{key}"] = writer
+            continue
+        full = os.path.join(notebook_dir, key)
+        if os.path.isfile(full) or os.path.isdir(full):
+            external[key] = "Directory" if os.path.isdir(full) else "File"
+            needed[f"file:{key}"] = None
+    if fx.opaque_io:
+        # the cell may touch any file: it sees every file written before it
+        for key, writer in sorted(file_writer.items()):
+            needed[f"file:{key}"] = writer
+        if last_opaque is not None:
+            needed[ANY_FILE] = last_opaque
+
+
+def _add_replay(definition: Definition, into: dict[str, Definition]) -> None:
+    if definition.key in into:
+        return
+    for required in definition.requires:
+        _add_replay(required, into)
+    into[definition.key] = definition
+
+
+def _ordered(replay: dict[str, Definition]) -> list[Definition]:
+    def position(d: Definition) -> tuple[int, int]:
+        cell, number = d.key.split(":")
+        return int(cell), int(number)
+
+    return sorted(replay.values(), key=position)
+
+
+def _normal(path: str) -> str:
+    normal = os.path.normpath(path).replace(os.sep, "/")
+    return normal[2:] if normal.startswith("./") else normal
+
+
+def _warn_unserializable(
+    analysis: NotebookAnalysis,
+    flows: list[CellFlow],
+    by_index: dict[int, CellFlow],
+    diagnostics: list[Diagnostic],
+) -> None:
+    notebook = analysis.notebook
+    for flow in flows:
+        for name, (what, line) in sorted(flow.analysis.unserializable.items()):
+            if name not in flow.outputs:
+                continue
+            consumers = sorted(f.index for f in flows
+                               if any(i.var == name and i.producer == flow.index
+                                      for i in f.inputs))
+            diagnostics.append(Diagnostic(
+                "unserializable",
+                f"{name} holds {what}, which cannot be passed to cell "
+                f"{', '.join(map(str, consumers))}: create it in the cell that uses it, or tag "
+                f"the cells nb2cwl:step=<name> so they run in one step",
+                notebook.location(flow.analysis.cell, line)))

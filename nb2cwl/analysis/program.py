@@ -1,0 +1,331 @@
+"""Analyse a whole notebook: per-cell effects, replayable definitions, unserializable values."""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+
+import astroid
+from astroid import nodes
+from astroid.exceptions import AstroidError
+
+from nb2cwl.analysis import knowledge as kb
+from nb2cwl.analysis.effects import Effects
+from nb2cwl.analysis.state import Definition, NamespaceState
+from nb2cwl.analysis.walker import BUILTIN_NAMES, EffectWalker
+from nb2cwl.errors import Diagnostic
+from nb2cwl.frontend.directives import CellDirectives, read_directives
+from nb2cwl.frontend.model import Cell, Notebook
+
+_DEF_STATEMENTS = (nodes.Import, nodes.ImportFrom, nodes.FunctionDef, nodes.AsyncFunctionDef,
+                   nodes.ClassDef)
+
+
+@dataclass
+class CellAnalysis:
+    """Everything the analysis found about one code cell."""
+
+    cell: Cell
+    directives: CellDirectives
+    effects: Effects
+    definitions: dict[str, Definition] = field(default_factory=dict)  # final replayable binds
+    definition_only: bool = False
+    unserializable: dict[str, tuple[str, int]] = field(default_factory=dict)  # name->(what,line)
+    alias_groups: list[frozenset[str]] = field(default_factory=list)
+    star_imports: list[Definition] = field(default_factory=list)
+
+
+@dataclass
+class NotebookAnalysis:
+    """The per-cell analyses of a notebook, in cell order, and what was noticed on the way."""
+
+    notebook: Notebook
+    cells: list[CellAnalysis]
+    diagnostics: list[Diagnostic]
+
+
+def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
+    """Run the effect analysis over every code cell of `notebook`, top to bottom."""
+    diagnostics: list[Diagnostic] = []
+    directives = {c.index: read_directives(c, notebook.name) for c in notebook.code_cells}
+    active = [c for c in notebook.code_cells if not directives[c.index].skip]
+    module, spans = _whole_module(active)
+    inferrer = _TypeInferrer()
+    state = NamespaceState()
+    results: list[CellAnalysis] = []
+    for cell in active:
+        body = spans.get(cell.index)
+        if body is None:  # the cell could not be placed in the whole module: parse it alone
+            body = astroid.parse(cell.code, module_name=f"cell_{cell.index}").body
+        analysis = _analyse_cell(cell, directives[cell.index], body, state, inferrer)
+        _relative_lines(analysis, body)
+        results.append(analysis)
+    del module
+    for cell in notebook.code_cells:
+        if directives[cell.index].skip:
+            diagnostics.append(Diagnostic("skipped", "cell skipped (tag nb2cwl:skip)",
+                                          notebook.location(cell), "note"))
+        for magic in cell.magics:
+            if magic.name in ("pip", "conda"):
+                diagnostics.append(Diagnostic(
+                    "magic-skipped",
+                    f"%{magic.name} is not run in a step: install packages in the step's "
+                    "environment (image or virtual environment) instead",
+                    notebook.location(cell, magic.line)))
+    return NotebookAnalysis(notebook, results, diagnostics)
+
+
+def _analyse_cell(
+    cell: Cell,
+    directives: CellDirectives,
+    body: list[nodes.NodeNG],
+    state: NamespaceState,
+    inferrer: _TypeInferrer,
+) -> CellAnalysis:
+    walker = EffectWalker(state, cell.index, inferrer)
+    replayable_statements = 0
+    unserializable: dict[str, tuple[str, int]] = {}
+    stars: list[Definition] = []
+    for number, stmt in enumerate(body):
+        definition = _replayable(stmt, state, cell.index, number)
+        walker.statement(stmt)
+        if definition is not None:
+            replayable_statements += 1
+            if definition.star:
+                state.star_imports.append(definition)
+                stars.append(definition)
+            for name in definition.names:
+                state.definitions[name] = definition
+        elif _is_docstring_or_pass(stmt):
+            replayable_statements += 1
+        _note_unserializable(stmt, walker, unserializable)
+    effects = walker.finish()
+    for name, value in _apply_directives(directives, effects).items():
+        effects.notes.append((0, f"{name}: {value}"))
+    finals = {
+        name: state.definitions[name]
+        for name in effects.writes
+        if name in state.definitions and state.definitions[name].cell_index == cell.index
+    }
+    definition_only = (
+        bool(body)
+        and replayable_statements == len(body)
+        and not (effects.rng or effects.file_writes or effects.file_reads or effects.opaque_io)
+        and not cell.magics
+        and not directives.declared_out
+        and not effects.mutates
+    )
+    groups = sorted({state.alias_group(n) for n in effects.writes | effects.mutates
+                     if len(state.alias_group(n)) > 1}, key=sorted)
+    return CellAnalysis(cell, directives, effects, finals, definition_only, unserializable,
+                        groups, stars)
+
+
+def _relative_lines(analysis: CellAnalysis, body: list[nodes.NodeNG]) -> None:
+    """Turn whole-module line numbers into lines of the cell (0 where the line is elsewhere)."""
+    if not body:
+        return
+    first = body[0].fromlineno
+    last = max(stmt.tolineno for stmt in body)
+    offset = first - 1 if body[0].root().name == "__notebook__" else 0
+
+    def fix(line: int) -> int:
+        return line - offset if first <= line <= last else 0
+
+    fx = analysis.effects
+    fx.notes = [(fix(line), text) for line, text in fx.notes]
+    fx.opaque_io = [(fix(line), text) for line, text in fx.opaque_io]
+    analysis.unserializable = {name: (what, fix(line))
+                               for name, (what, line) in analysis.unserializable.items()}
+
+
+def _apply_directives(directives: CellDirectives, effects: Effects) -> dict[str, str]:
+    notes: dict[str, str] = {}
+    if not directives.autoin:
+        dropped = effects.reads - set(directives.declared_in)
+        if dropped:
+            notes["autoin"] = ("inputs limited to workflow.step.in; not loaded: "
+                               + ", ".join(sorted(dropped)))
+        effects.reads = set(directives.declared_in)
+    else:
+        effects.reads |= set(directives.declared_in)
+    effects.file_reads |= set(directives.declared_in_files)
+    effects.writes |= set(directives.declared_out)
+    return notes
+
+
+def _replayable(
+    stmt: nodes.NodeNG, state: NamespaceState, cell_index: int, number: int
+) -> Definition | None:
+    """A Definition when `stmt` can be replayed in another step instead of shipped as data."""
+    if not isinstance(stmt, _DEF_STATEMENTS):
+        return None
+    key = f"{cell_index}:{number}"
+    code = stmt.as_string()
+    if isinstance(stmt, nodes.Import):
+        names = tuple(alias or name.split(".")[0] for name, alias in stmt.names)
+        return Definition(key, cell_index, names, code)
+    if isinstance(stmt, nodes.ImportFrom):
+        if any(name == "*" for name, _ in stmt.names):
+            return Definition(key, cell_index, (), code, star=True)
+        return Definition(key, cell_index, tuple(a or n for n, a in stmt.names), code)
+    requires: list[Definition] = []
+    for name in sorted(_definition_time_names(stmt)):
+        if name in state.definitions:
+            requires.append(state.definitions[name])
+        elif name not in BUILTIN_NAMES or name in state.functions:
+            return None  # needs a data value at definition time: ship the object instead
+    code = _with_decorators(stmt)
+    return Definition(key, cell_index, (stmt.name,), code, tuple(dict.fromkeys(requires)))
+
+
+def _definition_time_names(stmt: nodes.NodeNG) -> set[str]:
+    parts: list[nodes.NodeNG] = []
+    if stmt.decorators is not None:
+        parts.extend(stmt.decorators.nodes)
+    if isinstance(stmt, nodes.ClassDef):
+        parts.extend(stmt.bases)
+        parts.extend(k.value for k in stmt.keywords or ())
+        class_locals = set(stmt.locals)
+        for inner in stmt.body:
+            if isinstance(inner, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+                parts.extend(_function_header(inner))
+            else:
+                parts.extend(n for n in inner.nodes_of_class(nodes.Name)
+                             if n.name not in class_locals)
+    else:
+        parts.extend(_function_header(stmt))
+    names: set[str] = set()
+    for part in parts:
+        if isinstance(part, nodes.Name):
+            names.add(part.name)
+        else:
+            names |= {n.name for n in part.nodes_of_class(nodes.Name)}
+    return names
+
+
+def _function_header(node: nodes.FunctionDef) -> list[nodes.NodeNG]:
+    args = node.args
+    header: list[nodes.NodeNG] = []
+    if node.decorators is not None:
+        header.extend(node.decorators.nodes)
+    header.extend(args.defaults or [])
+    header.extend(d for d in args.kw_defaults or [] if d is not None)
+    header.extend(a for a in [*(args.annotations or []), *(args.kwonlyargs_annotations or []),
+                              *(args.posonlyargs_annotations or []), args.varargannotation,
+                              args.kwargannotation, node.returns] if a is not None)
+    return header
+
+
+def _with_decorators(stmt: nodes.NodeNG) -> str:
+    # as_string() of a decorated def already includes its decorators in astroid
+    return stmt.as_string()
+
+
+def _is_docstring_or_pass(stmt: nodes.NodeNG) -> bool:
+    if isinstance(stmt, nodes.Pass):
+        return True
+    return isinstance(stmt, nodes.Expr) and isinstance(stmt.value, nodes.Const) and isinstance(
+        stmt.value.value, str)
+
+
+def _note_unserializable(stmt: nodes.NodeNG, walker: EffectWalker,
+                         found: dict[str, tuple[str, int]]) -> None:
+    if not isinstance(stmt, (nodes.Assign, nodes.With)):
+        return
+    pairs: list[tuple[nodes.NodeNG, nodes.NodeNG]] = []
+    if isinstance(stmt, nodes.Assign):
+        pairs = [(t, stmt.value) for t in stmt.targets]
+    else:
+        pairs = [(var, ctx) for ctx, var in stmt.items if var is not None]
+    for target, value in pairs:
+        if not isinstance(target, nodes.AssignName):
+            continue
+        what = None
+        if isinstance(value, nodes.GeneratorExp):
+            what = "a generator"
+        elif isinstance(value, nodes.Call):
+            qualified = walker.qualify(value.func)
+            if qualified in kb.UNSERIALIZABLE_CONSTRUCTORS:
+                what = kb.UNSERIALIZABLE_CONSTRUCTORS[qualified]
+            elif isinstance(value.func, nodes.Name):
+                what = _generator_function(value.func)
+        if what:
+            found[target.name] = (what, stmt.lineno)
+        else:
+            found.pop(target.name, None)
+
+
+def _generator_function(name: nodes.Name) -> str | None:
+    try:
+        inferred = next(name.infer())
+    except (AstroidError, StopIteration, RecursionError):
+        return None
+    if isinstance(inferred, nodes.FunctionDef) and inferred.is_generator():
+        return "a generator"
+    return None
+
+
+def _whole_module(cells: list[Cell]) -> tuple[nodes.Module | None, dict[int, list]]:
+    """One astroid module of every cell in order (inference sees across cells)."""
+    chunks: list[str] = []
+    starts: list[tuple[int, int, int]] = []  # (first line, last line, cell index)
+    line = 1
+    for cell in cells:
+        code = cell.code if cell.code.endswith("\n") else cell.code + "\n"
+        count = code.count("\n")
+        starts.append((line, line + count - 1, cell.index))
+        chunks.append(code)
+        line += count
+    try:
+        module = astroid.parse("".join(chunks), module_name="__notebook__")
+    except (AstroidError, SyntaxError, ValueError, RecursionError):
+        return None, {}
+    spans: dict[int, list] = {index: [] for _, _, index in starts}
+    position = 0
+    for stmt in module.body:
+        while position < len(starts) and stmt.lineno > starts[position][1]:
+            position += 1
+        if position < len(starts):
+            spans[starts[position][2]].append(stmt)
+    return module, spans
+
+
+class _TypeInferrer:
+    """astroid inference of a receiver's type, kept away from heavy libraries, memoised."""
+
+    def __init__(self) -> None:
+        astroid.MANAGER.module_denylist.update(kb.INFERENCE_DENYLIST)
+        astroid.MANAGER.max_inferable_values = 20
+
+    def __call__(self, node: nodes.NodeNG) -> str | None:
+        try:
+            values = list(node.infer())
+        except (AstroidError, RecursionError, StopIteration, TypeError, ValueError):
+            return None
+        kinds: set[str] = set()
+        for value in values:
+            if value is astroid.Uninferable or type(value).__name__ == "UninferableBase":
+                return None
+            if isinstance(value, nodes.Module):
+                kinds.add("module")
+            elif isinstance(value, (nodes.ClassDef, nodes.FunctionDef)):
+                kinds.add("class" if isinstance(value, nodes.ClassDef) else "function")
+            elif isinstance(value, nodes.Const):
+                kinds.add(f"builtins.{type(value.value).__name__}")
+            else:
+                try:
+                    kinds.add(value.pytype())
+                except (AttributeError, AstroidError):
+                    return None
+        if len(kinds) != 1:
+            return None
+        kind = kinds.pop()
+        if kind in ("class", "function"):
+            return "module"  # calling a method of a class/function object: not notebook data
+        return kind
+
+
+def is_builtin(name: str) -> bool:
+    """True for names Python provides without an import."""
+    return hasattr(builtins, name) or name in BUILTIN_NAMES

@@ -1,0 +1,66 @@
+"""What the analysis knows about the notebook's global namespace as it walks the cells."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nb2cwl.analysis.effects import FunctionSummary
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A top-level import, def or class statement that a later step replays instead of loading.
+
+    `requires` are the definitions its definition-time expressions (decorators, defaults,
+    base classes) need, resolved where the statement stands.
+    """
+
+    key: str  # unique: "<cell>:<statement number>"
+    cell_index: int
+    names: tuple[str, ...]
+    code: str
+    requires: tuple[Definition, ...] = ()
+    star: bool = False
+
+
+@dataclass
+class NamespaceState:
+    """The notebook's global names as known at the current point of the walk."""
+
+    imports: dict[str, str] = field(default_factory=dict)  # name -> qualified module/object
+    functions: dict[str, FunctionSummary] = field(default_factory=dict)
+    definitions: dict[str, Definition] = field(default_factory=dict)  # replayable bindings
+    const_strings: dict[str, str] = field(default_factory=dict)
+    types: dict[str, str] = field(default_factory=dict)  # syntactically known value types
+    aliases: dict[str, frozenset[str]] = field(default_factory=dict)
+    star_imports: list[Definition] = field(default_factory=list)
+
+    def alias_group(self, name: str) -> frozenset[str]:
+        """`name` and every name that may refer to the same (or a containing) object."""
+        return self.aliases.get(name, frozenset({name}))
+
+    def link(self, a: str, b: str) -> None:
+        """Record that `a` and `b` may share an object from now on."""
+        group = self.alias_group(a) | self.alias_group(b)
+        for member in group:
+            self.aliases[member] = group
+
+    def unlink(self, name: str) -> None:
+        """`name` was rebound: it no longer shares an object with its old group."""
+        group = self.aliases.pop(name, None)
+        if group is None:
+            return
+        rest = group - {name}
+        for member in rest:
+            if len(rest) > 1:
+                self.aliases[member] = rest
+            else:
+                self.aliases.pop(member, None)
+
+    def forget(self, name: str) -> None:
+        """`name` was rebound to an ordinary value."""
+        self.imports.pop(name, None)
+        self.functions.pop(name, None)
+        self.definitions.pop(name, None)
+        self.const_strings.pop(name, None)
+        self.types.pop(name, None)

@@ -1,0 +1,830 @@
+"""The effect walker: one pass over astroid nodes that records what code does to globals.
+
+The same walker analyses notebook cells (module scope, where every name is global) and
+function bodies (where it separates locals from globals and parameters). Function bodies are
+summarised where they are defined and their effects applied where they are used, because a
+function sees the globals as they are when it is called (late binding).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable
+
+from astroid import nodes
+
+from nb2cwl.analysis import knowledge as kb
+from nb2cwl.analysis.effects import Effects, FunctionSummary
+from nb2cwl.analysis.state import NamespaceState
+
+BUILTIN_NAMES = frozenset(dir(builtins)) | {"get_ipython", "display", "__name__", "__file__"}
+TypeInferrer = Callable[[nodes.NodeNG], "str | None"]
+
+_NUMPY_ARRAY_FUNCS = frozenset(
+    {"array", "asarray", "zeros", "ones", "empty", "full", "arange", "linspace", "eye",
+     "identity", "concatenate", "stack", "vstack", "hstack", "load", "loadtxt", "genfromtxt",
+     "dot", "matmul", "where", "sqrt", "exp", "log", "abs", "cumsum", "diff", "sort",
+     "zeros_like", "ones_like", "full_like", "random.rand", "random.randn", "random.random",
+     "random.normal", "random.uniform", "random.randint", "random.choice", "random.permutation"}
+)
+
+
+_CONTAINERS_OF_KNOWN = frozenset({"numpy.ndarray", "pandas.DataFrame", "pandas.Series"})
+
+
+class EffectWalker:
+    """Walks statements in order and accumulates their Effects."""
+
+    def __init__(
+        self,
+        state: NamespaceState,
+        cell_index: int,
+        infer_type: TypeInferrer | None = None,
+        local_names: set[str] | None = None,
+        param_names: tuple[str, ...] = (),
+    ) -> None:
+        self.state = state
+        self.cell_index = cell_index
+        self.infer_type = infer_type
+        self.fx = Effects()
+        self.definite: set[str] = set()
+        self.depth = 0
+        self.function_mode = local_names is not None
+        self.locals: set[str] = set(local_names or ())
+        self.params = param_names
+        self.param_mutations: set[str] = set()
+        self.local_aliases: dict[str, set[str]] = {}
+        self._applying: set[str] = set()
+
+    # --- statements --------------------------------------------------------------------
+
+    def statements(self, body: Iterable[nodes.NodeNG]) -> None:
+        """Walk `body` in order."""
+        for stmt in body:
+            self.statement(stmt)
+
+    def statement(self, node: nodes.NodeNG) -> None:
+        """Walk one statement."""
+        handler = getattr(self, "_stmt_" + type(node).__name__, None)
+        if handler is not None:
+            handler(node)
+        else:
+            for child in node.get_children():
+                if getattr(child, "is_statement", False) and not isinstance(child, nodes.Expr):
+                    self._conditional(lambda c=child: self.statement(c))
+                else:
+                    self.expression(child)
+
+    def finish(self) -> Effects:
+        """Close the walk: conditionally bound names pass their old value through."""
+        if not self.function_mode:
+            maybe = (self.fx.writes | self.fx.deletes) - self.definite
+            self.fx.reads |= maybe
+        return self.fx
+
+    def _conditional(self, action: Callable[[], None]) -> None:
+        self.depth += 1
+        try:
+            action()
+        finally:
+            self.depth -= 1
+
+    def _stmt_Expr(self, node: nodes.Expr) -> None:
+        self.expression(node.value)
+
+    def _stmt_Assign(self, node: nodes.Assign) -> None:
+        self.expression(node.value)
+        for target in node.targets:
+            self.target(target, node.value)
+
+    def _stmt_AnnAssign(self, node: nodes.AnnAssign) -> None:
+        if node.value is not None:
+            self.expression(node.value)
+        if not self.function_mode:
+            self.expression(node.annotation)
+        if node.value is not None or not isinstance(node.target, nodes.AssignName):
+            self.target(node.target, node.value)
+
+    def _stmt_AugAssign(self, node: nodes.AugAssign) -> None:
+        target = node.target
+        if isinstance(target, nodes.AssignName):
+            self.read(target.name)
+            self.expression(node.value)
+            self.mutate(target.name, node.lineno, "augmented assignment")
+            self.write(target.name, None)
+        else:
+            self.expression(node.value)
+            self.target(target, None)
+
+    def _stmt_Import(self, node: nodes.Import) -> None:
+        for name, alias in node.names:
+            bound = alias or name.split(".")[0]
+            self.write(bound, None)
+            if not self.function_mode:
+                self.state.imports[bound] = name if alias else name.split(".")[0]
+
+    def _stmt_ImportFrom(self, node: nodes.ImportFrom) -> None:
+        module = "." * (node.level or 0) + (node.modname or "")
+        for name, alias in node.names:
+            if name == "*":
+                continue
+            bound = alias or name
+            self.write(bound, None)
+            if not self.function_mode:
+                self.state.imports[bound] = f"{module}.{name}"
+
+    def _stmt_FunctionDef(self, node: nodes.FunctionDef) -> None:
+        self._definition_time(node)
+        summary = summarize_function(node, self.state, self.cell_index, self._outer_locals())
+        self.write(node.name, None)
+        if not self.function_mode:
+            self.state.functions[node.name] = summary
+
+    _stmt_AsyncFunctionDef = _stmt_FunctionDef
+
+    def _stmt_ClassDef(self, node: nodes.ClassDef) -> None:
+        self._definition_time(node)
+        for base in node.bases:
+            self.expression(base)
+        for keyword in node.keywords or ():
+            self.expression(keyword.value)
+        summary = summarize_class(node, self.state, self.cell_index, self)
+        self.write(node.name, None)
+        if not self.function_mode:
+            self.state.functions[node.name] = summary
+
+    def _definition_time(self, node: nodes.FunctionDef | nodes.ClassDef) -> None:
+        if node.decorators is not None:
+            for decorator in node.decorators.nodes:
+                self.expression(decorator)
+        args = getattr(node, "args", None)
+        if isinstance(args, nodes.Arguments):
+            for default in [*(args.defaults or []), *(d for d in args.kw_defaults or [] if d)]:
+                self.expression(default)
+
+    def _stmt_For(self, node: nodes.For) -> None:
+        self.expression(node.iter)
+
+        def body() -> None:
+            self.target(node.target, node.iter)
+            self.statements(node.body)
+            self.statements(node.orelse)
+
+        self._conditional(body)
+
+    _stmt_AsyncFor = _stmt_For
+
+    def _stmt_While(self, node: nodes.While) -> None:
+        self.expression(node.test)
+        self._conditional(lambda: (self.statements(node.body), self.statements(node.orelse)))
+
+    def _stmt_If(self, node: nodes.If) -> None:
+        self.expression(node.test)
+        self._conditional(lambda: (self.statements(node.body), self.statements(node.orelse)))
+
+    def _stmt_Try(self, node: nodes.NodeNG) -> None:
+        def body() -> None:
+            self.statements(node.body)
+            for handler in node.handlers:
+                if handler.type is not None:
+                    self.expression(handler.type)
+                if handler.name is not None:
+                    self.target(handler.name, None)
+                self.statements(handler.body)
+            self.statements(node.orelse)
+
+        self._conditional(body)
+        self.statements(node.finalbody)
+
+    _stmt_TryStar = _stmt_Try
+
+    def _stmt_With(self, node: nodes.With) -> None:
+        for context, var in node.items:
+            self.expression(context)
+            if var is not None:
+                self.target(var, context)
+        self.statements(node.body)
+
+    _stmt_AsyncWith = _stmt_With
+
+    def _stmt_Delete(self, node: nodes.Delete) -> None:
+        for target in node.targets:
+            if isinstance(target, nodes.DelName):
+                self.read(target.name)
+                self.delete(target.name)
+            elif isinstance(target, nodes.DelAttr):
+                self.expression(target.expr)
+                self.mutate_expr(target.expr, node.lineno, "del of an attribute")
+            elif isinstance(target, nodes.Subscript):
+                self.expression(target.value)
+                self.expression(target.slice)
+                self.mutate_expr(target.value, node.lineno, "del of an item")
+            else:
+                self.expression(target)
+
+    def _stmt_Global(self, node: nodes.Global) -> None:
+        if self.function_mode:
+            self.locals -= set(node.names)
+
+    def _stmt_Nonlocal(self, node: nodes.Nonlocal) -> None:
+        return
+
+    def _stmt_Match(self, node: nodes.NodeNG) -> None:
+        self.expression(node.subject)
+
+        def cases() -> None:
+            for case in node.cases:
+                for sub in case.pattern.nodes_of_class(nodes.AssignName):
+                    self.write(sub.name, None)
+                for sub in case.pattern.nodes_of_class(nodes.Name):
+                    self.read(sub.name)
+                if case.guard is not None:
+                    self.expression(case.guard)
+                self.statements(case.body)
+
+        self._conditional(cases)
+
+    # --- targets -----------------------------------------------------------------------
+
+    def target(self, node: nodes.NodeNG, value: nodes.NodeNG | None) -> None:
+        """Bind an assignment target to `value` (None when unknown)."""
+        if isinstance(node, nodes.AssignName):
+            self.write(node.name, value)
+        elif isinstance(node, (nodes.Tuple, nodes.List)):
+            for element in node.elts:
+                self.target(element, value)
+        elif isinstance(node, nodes.Starred):
+            self.target(node.value, value)
+        elif isinstance(node, nodes.AssignAttr):
+            self.expression(node.expr)
+            self.mutate_expr(node.expr, node.lineno, f"attribute store .{node.attrname}")
+            self._link_value(node.expr, value)
+        elif isinstance(node, nodes.Subscript):
+            self.expression(node.value)
+            self.expression(node.slice)
+            self.mutate_expr(node.value, node.lineno, "item store")
+            self._link_value(node.value, value)
+        else:
+            self.expression(node)
+
+    def _link_value(self, container: nodes.NodeNG, value: nodes.NodeNG | None) -> None:
+        # storing x into obj makes obj contain x: later mutation of either shows in both
+        root = root_name(container)
+        if root and value is not None and not self.function_mode:
+            for other in value_roots(value):
+                if other != root and other not in self.state.imports:
+                    self.state.link(root, other)
+
+    # --- names -------------------------------------------------------------------------
+
+    def read(self, name: str) -> None:
+        """A load of `name`."""
+        if self.function_mode:
+            if name not in self.locals:
+                self.fx.reads.add(name)
+            return
+        if name not in self.definite:
+            self.fx.reads.add(name)
+        self.apply_use(name)
+
+    def write(self, name: str, value: nodes.NodeNG | None) -> None:
+        """A (re)binding of `name` to `value` (None: not a plain expression)."""
+        if self.function_mode:
+            if name in self.locals:
+                for other in value_roots(value) if value is not None else ():
+                    self.local_aliases.setdefault(name, set()).add(other)
+            else:
+                self.fx.writes.add(name)
+            return
+        self.fx.writes.add(name)
+        self.fx.deletes.discard(name)
+        if self.depth == 0:
+            self.definite.add(name)
+        state = self.state
+        state.unlink(name)
+        state.forget(name)
+        if value is None:
+            return
+        if isinstance(value, nodes.Const) and isinstance(value.value, str):
+            state.const_strings[name] = value.value
+        known = self.syntactic_type(value)
+        if known:
+            state.types[name] = known
+        if isinstance(value, nodes.Lambda):
+            state.functions[name] = summarize_function(value, state, self.cell_index, set())
+        for other in value_roots(value):
+            if other != name and other not in state.imports and other not in state.functions:
+                state.link(name, other)
+
+    def delete(self, name: str) -> None:
+        """`del name`."""
+        if self.function_mode:
+            return
+        self.fx.deletes.add(name)
+        self.fx.writes.discard(name)
+        self.definite.discard(name)
+        self.state.unlink(name)
+        self.state.forget(name)
+
+    def mutate(self, name: str, line: int, why: str) -> None:
+        """The object bound to `name` may be modified in place."""
+        if self.function_mode:
+            targets = {name} | self.local_aliases.get(name, set())
+            for target in targets:
+                if target in self.params:
+                    self.param_mutations.add(target)
+                elif target not in self.locals:
+                    self.fx.mutates.add(target)
+                    self.fx.reads.add(target)
+            return
+        if name in self.state.imports:
+            return
+        for member in sorted(self.state.alias_group(name)):
+            self.state.definitions.pop(member, None)  # its value is data from now on
+            if member not in self.definite:
+                self.fx.reads.add(member)
+            self.fx.mutates.add(member)
+            if member != name:
+                self.fx.notes.append((line, f"{why} on {name} also changes its alias {member}"))
+
+    def mutate_expr(self, node: nodes.NodeNG, line: int, why: str) -> None:
+        """Mutation of the object an expression such as `a.b[0]` reaches from its root name."""
+        root = root_name(node)
+        if root is not None:
+            self.mutate(root, line, why)
+
+    def apply_use(self, name: str) -> None:
+        """A use of a user function or class: its body's effects happen here (late binding)."""
+        summary = self.state.functions.get(name)
+        if summary is None or name in self._applying:
+            return
+        self._applying.add(name)
+        try:
+            fx = summary.effects
+            for read in sorted(fx.reads):
+                self.read(read)
+            for written in sorted(fx.writes):
+                self.fx.writes.add(written)
+                self.fx.reads.add(written)  # conditionally rebound inside the function
+            for mutated in sorted(fx.mutates):
+                self.mutate(mutated, 0, f"call of {name}")
+            self.fx.rng |= fx.rng
+            self.fx.literals |= fx.literals
+            self.fx.file_reads |= fx.file_reads
+            self.fx.file_writes |= fx.file_writes
+            self.fx.opaque_io.extend(fx.opaque_io)
+        finally:
+            self._applying.discard(name)
+
+    def _outer_locals(self) -> set[str]:
+        return set(self.locals) if self.function_mode else set()
+
+    # --- expressions -------------------------------------------------------------------
+
+    def expression(self, node: nodes.NodeNG | None) -> None:
+        """Walk an expression (or anything that is not a statement we sequence)."""
+        if node is None:
+            return
+        if isinstance(node, nodes.Name):
+            self.read(node.name)
+        elif isinstance(node, nodes.Const):
+            if isinstance(node.value, str) and _looks_like_path(node.value):
+                self.fx.literals.add(node.value)
+        elif isinstance(node, nodes.Call):
+            self.call(node)
+        elif isinstance(node, nodes.Lambda):
+            for default in node.args.defaults or []:
+                self.expression(default)
+            summary = summarize_function(node, self.state, self.cell_index, self._outer_locals())
+            for read in sorted(summary.effects.reads):
+                self.read(read)
+            for mutated in sorted(summary.effects.mutates):
+                self.mutate(mutated, node.lineno, "lambda")
+            self.fx.rng |= summary.effects.rng
+        elif isinstance(node, (nodes.ListComp, nodes.SetComp, nodes.DictComp,
+                               nodes.GeneratorExp)):
+            self.comprehension(node)
+        elif isinstance(node, nodes.NamedExpr):
+            self.expression(node.value)
+            self.target(node.target, node.value)
+        elif isinstance(node, (nodes.FunctionDef, nodes.ClassDef)):
+            self.statement(node)
+        else:
+            for child in node.get_children():
+                self.expression(child)
+
+    def comprehension(self, node: nodes.NodeNG) -> None:
+        """A comprehension: its targets are local to it; everything else is read."""
+        bound: set[str] = set()
+        for index, generator in enumerate(node.generators):
+            if index == 0:
+                self.expression(generator.iter)
+            else:
+                self._comp_expr(generator.iter, bound)
+            bound |= {n.name for n in generator.target.nodes_of_class(nodes.AssignName)}
+            for condition in generator.ifs:
+                self._comp_expr(condition, bound)
+        parts = [node.key, node.value] if isinstance(node, nodes.DictComp) else [node.elt]
+        for part in parts:
+            self._comp_expr(part, bound)
+
+    def _comp_expr(self, node: nodes.NodeNG, bound: set[str]) -> None:
+        if isinstance(node, nodes.Name):
+            if node.name not in bound:
+                self.read(node.name)
+            return
+        if isinstance(node, nodes.Call):
+            shadowed = root_name(node.func) in bound
+            if not shadowed:
+                self.call(node, bound)
+                return
+        for child in node.get_children():
+            self._comp_expr(child, bound)
+
+    # --- calls -------------------------------------------------------------------------
+
+    def call(self, node: nodes.Call, bound: set[str] | None = None) -> None:
+        """A call: reads, then what the callee is known to do."""
+        sub = (lambda n: self._comp_expr(n, bound)) if bound else self.expression
+        func = node.func
+        sub(func.expr if isinstance(func, nodes.Attribute) else func)
+        for arg in node.args:
+            sub(arg)
+        for keyword in node.keywords or ():
+            sub(keyword.value)
+        qualified = self.qualify(func)
+        line = node.lineno or 0
+        self._hidden_rng(qualified)
+        self._files(node, qualified, line)
+        if qualified in kb.MUTATING_FUNCTIONS:
+            for position in kb.MUTATING_FUNCTIONS[qualified]:
+                if position < len(node.args):
+                    self.mutate_expr(node.args[position], line, f"{qualified}()")
+        if isinstance(func, nodes.Name):
+            self._user_call(func.name, node, line)
+        elif isinstance(func, nodes.Attribute):
+            self._method_call(node, func, line)
+
+    def _user_call(self, name: str, node: nodes.Call, line: int) -> None:
+        summary = self.state.functions.get(name) if not self.function_mode else None
+        if summary is None or not summary.param_mutations:
+            return
+        starred = any(isinstance(a, nodes.Starred) for a in node.args)
+        for position, arg in enumerate(node.args):
+            param = summary.param_names[position] if position < len(summary.param_names) else ""
+            if starred or param in summary.param_mutations:
+                self.mutate_expr(arg, line, f"{name}() modifies its argument")
+        for keyword in node.keywords or ():
+            if keyword.arg in summary.param_mutations or keyword.arg is None:
+                self.mutate_expr(keyword.value, line, f"{name}() modifies its argument")
+
+    def _method_call(self, node: nodes.Call, func: nodes.Attribute, line: int) -> None:
+        receiver = func.expr
+        root = root_name(receiver)
+        if root is None:
+            return
+        if root in self.state.imports and not self.function_mode:
+            return  # a module's function, not a method of a notebook value
+        method = func.attrname
+        inplace = any(
+            k.arg == "inplace" and not (isinstance(k.value, nodes.Const) and not k.value.value)
+            for k in node.keywords or ()
+        )
+        if method in kb.MUTATING_METHODS or inplace:
+            self.mutate(root, line, f".{method}()")
+            return
+        if _chain_has_call(receiver):
+            return
+        self._apply_methods_named(method)
+        if self.function_mode:
+            self.mutate(root, line, f".{method}() on a value of unknown type")
+            return
+        kind = self.type_of(receiver)
+        if kind is None and not isinstance(receiver, nodes.Name):
+            # an element or column of an array or frame is itself an array or frame
+            if self.state.types.get(root) in _CONTAINERS_OF_KNOWN:
+                kind = "numpy.ndarray"
+        if kind is not None and (kind in kb.KNOWN_TYPES or kind in kb.IMMUTABLE_TYPES):
+            return
+        if kind == "module":
+            return
+        self.mutate(root, line, f".{method}() on {root}, whose type is not known, may modify it")
+        self.fx.notes.append(
+            (line, f"{root}.{method}() counted as a possible mutation of {root} "
+                   "(type not inferred)")
+        )
+
+    def _apply_methods_named(self, method: str) -> None:
+        for name, summary in list(self.state.functions.items()):
+            if summary.is_class and method in summary.methods:
+                self.apply_use(name)
+
+    def type_of(self, node: nodes.NodeNG) -> str | None:
+        """The qualified type of an expression's value, when known."""
+        if isinstance(node, nodes.Name):
+            known = self.state.types.get(node.name)
+            if known:
+                return known
+        if self.infer_type is not None:
+            return self.infer_type(node)
+        return None
+
+    def syntactic_type(self, value: nodes.NodeNG) -> str | None:
+        """The type of an assigned value read off its syntax (no inference)."""
+        if isinstance(value, (nodes.List, nodes.ListComp)):
+            return "builtins.list"
+        if isinstance(value, (nodes.Dict, nodes.DictComp)):
+            return "builtins.dict"
+        if isinstance(value, (nodes.Set, nodes.SetComp)):
+            return "builtins.set"
+        if isinstance(value, nodes.Tuple):
+            return "builtins.tuple"
+        if isinstance(value, nodes.JoinedStr):
+            return "builtins.str"
+        if isinstance(value, nodes.BinOp) and value.op in ("+", "%"):
+            sides = {self.syntactic_type(value.left), self.syntactic_type(value.right)}
+            if "builtins.str" in sides and value.op == "+" or (
+                    value.op == "%" and self.syntactic_type(value.left) == "builtins.str"):
+                return "builtins.str"
+        if isinstance(value, nodes.Const):
+            return f"builtins.{type(value.value).__name__}"
+        if isinstance(value, (nodes.Call, nodes.Subscript, nodes.Attribute)):
+            # a method result, item or column of an array or frame is again one
+            root = root_name(value)
+            if root and self.state.types.get(root) in _CONTAINERS_OF_KNOWN:
+                if not isinstance(value, nodes.Call) or isinstance(value.func, nodes.Attribute):
+                    return self.state.types[root]
+        if isinstance(value, nodes.Call):
+            qualified = self.qualify(value.func)
+            if qualified in kb.CONSTRUCTOR_TYPES:
+                return kb.CONSTRUCTOR_TYPES[qualified]
+            if qualified and qualified.startswith("numpy."):
+                if qualified[len("numpy."):] in _NUMPY_ARRAY_FUNCS:
+                    return "numpy.ndarray"
+            if qualified and qualified.startswith("pandas.read_"):
+                return "pandas.DataFrame"
+        return None
+
+    def qualify(self, func: nodes.NodeNG) -> str | None:
+        """The dotted name a callee resolves to through imports (`np.save` -> numpy.save)."""
+        parts: list[str] = []
+        node = func
+        while isinstance(node, nodes.Attribute):
+            parts.append(node.attrname)
+            node = node.expr
+        if not isinstance(node, nodes.Name):
+            return None
+        base = self.state.imports.get(node.name)
+        if base is None:
+            if parts or node.name in self.state.functions:
+                return None
+            return node.name if node.name in BUILTIN_NAMES else None
+        return ".".join([base, *reversed(parts)])
+
+    # --- hidden state and files --------------------------------------------------------
+
+    def _hidden_rng(self, qualified: str | None) -> None:
+        if not qualified:
+            return
+        module, _, attr = qualified.rpartition(".")
+        if module in kb.RNG_STATE and attr not in kb.RNG_SAFE[module]:
+            self.fx.rng.add(kb.RNG_STATE[module])
+
+    def _files(self, node: nodes.Call, qualified: str | None, line: int) -> None:
+        func = node.func
+        if qualified in ("open", "io.open", "builtins.open"):
+            mode = _argument(node, 1, "mode")
+            mode_text = literal_string(mode, self.state) if mode is not None else "r"
+            self._file_access(_argument(node, 0, "file"), _open_mode(mode_text), line, "open()")
+            return
+        if qualified in kb.FILE_FUNCTIONS:
+            spec = kb.FILE_FUNCTIONS[qualified]
+            self._file_access(_argument(node, spec.position, spec.keyword), spec.mode, line,
+                              qualified + "()")
+            return
+        if qualified in kb.OPAQUE_IO_FUNCTIONS:
+            self.fx.opaque_io.append((line, f"{qualified}() touches files the analysis cannot see"))
+            return
+        if self._ipython_call(node, line):
+            return
+        if isinstance(func, nodes.Attribute) and func.attrname in kb.FILE_METHODS:
+            spec = kb.FILE_METHODS[func.attrname]
+            if func.attrname in ("write_text", "write_bytes", "read_text", "read_bytes"):
+                path = func.expr
+                if isinstance(path, nodes.Call) and path.args:
+                    path = path.args[0]
+                self._file_access(path, spec.mode, line, f".{func.attrname}()")
+                return
+            argument = _argument(node, spec.position, spec.keyword)
+            if argument is None and func.attrname in kb.OPTIONAL_PATH_METHODS:
+                return
+            root = root_name(func.expr)
+            if root in self.state.imports and qualified not in kb.FILE_FUNCTIONS:
+                if func.attrname in ("save", "load"):
+                    # a module-level save/load we do not know (joblib-like): be careful
+                    self._file_access(argument, spec.mode, line, f"{qualified}()")
+                return
+            self._file_access(argument, spec.mode, line, f".{func.attrname}()")
+
+    def _ipython_call(self, node: nodes.Call, line: int) -> bool:
+        func = node.func
+        if not (isinstance(func, nodes.Attribute) and isinstance(func.expr, nodes.Call)
+                and isinstance(func.expr.func, nodes.Name)
+                and func.expr.func.name == "get_ipython"):
+            return False
+        args = [a.value if isinstance(a, nodes.Const) else None for a in node.args]
+        if func.attrname in ("system", "getoutput"):
+            self.fx.opaque_io.append((line, "a shell command (!...) may read or write any file"))
+        elif func.attrname == "run_cell_magic" and args:
+            name, argument = args[0], args[1] if len(args) > 1 else ""
+            if name == "writefile" and isinstance(argument, str):
+                words = argument.split()
+                append = "-a" in words or "--append" in words
+                paths = [w for w in words if not w.startswith("-")]
+                if len(paths) == 1:
+                    mode = "rw" if append else "w"
+                    self._record_file(paths[0], mode)
+                else:
+                    self.fx.opaque_io.append((line, "%%writefile without a single plain path"))
+            elif name in ("bash", "sh", "script"):
+                self.fx.opaque_io.append((line, f"%%{name} may read or write any file"))
+        return True
+
+    def _file_access(self, argument: nodes.NodeNG | None, mode: str, line: int, what: str) -> None:
+        path = literal_string(argument, self.state) if argument is not None else None
+        if path is None:
+            self.fx.opaque_io.append((line, f"{what} with a path the analysis cannot resolve"))
+            return
+        self._record_file(path, mode)
+
+    def _record_file(self, path: str, mode: str) -> None:
+        if "r" in mode:
+            self.fx.file_reads.add(path)
+        if "w" in mode:
+            self.fx.file_writes.add(path)
+
+
+def summarize_function(
+    node: nodes.FunctionDef | nodes.Lambda,
+    state: NamespaceState,
+    cell_index: int,
+    outer_locals: set[str],
+) -> FunctionSummary:
+    """The call-time effects of a function body on globals and on its parameters."""
+    args = node.args
+    params: list[str] = []
+    if isinstance(args, nodes.Arguments):
+        for group in (args.posonlyargs, args.args, args.kwonlyargs):
+            params.extend(a.name for a in group or [])
+        params.extend(a for a in (args.vararg, args.kwarg) if a)
+    declared_global = {n for g in node.nodes_of_class(nodes.Global) for n in g.names
+                       if g.scope() is node}
+    local_names = (set(node.locals) - declared_global) | outer_locals | set(params)
+    walker = EffectWalker(state, cell_index, None, local_names, tuple(params))
+    if isinstance(node, nodes.Lambda):
+        walker.expression(node.body)
+    else:
+        walker.statements(node.body)
+    name = getattr(node, "name", "<lambda>")
+    return FunctionSummary(name, cell_index, walker.fx, tuple(params),
+                           frozenset(walker.param_mutations))
+
+
+def summarize_class(
+    node: nodes.ClassDef, state: NamespaceState, cell_index: int, outer: EffectWalker
+) -> FunctionSummary:
+    """A class: its body runs now (reads go to `outer`); its methods' effects go with the class."""
+    effects = Effects()
+    methods: set[str] = set()
+    for stmt in node.body:
+        if isinstance(stmt, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+            methods.add(stmt.name)
+            outer._definition_time(stmt)
+            summary = summarize_function(stmt, state, cell_index, set())
+            effects.merge(summary.effects)
+        elif isinstance(stmt, nodes.ClassDef):
+            inner = summarize_class(stmt, state, cell_index, outer)
+            effects.merge(inner.effects)
+        else:
+            class_locals = set(node.locals)
+            for name_node in stmt.nodes_of_class(nodes.Name):
+                if name_node.name not in class_locals:
+                    outer.read(name_node.name)
+    return FunctionSummary(node.name, cell_index, effects, (), frozenset(),
+                           frozenset(methods), is_class=True)
+
+
+def root_name(node: nodes.NodeNG | None) -> str | None:
+    """The variable an expression like `a.b[0].c` or `a.f().g` starts from."""
+    while node is not None:
+        if isinstance(node, nodes.Name):
+            return node.name
+        if isinstance(node, (nodes.Attribute, nodes.AssignAttr, nodes.DelAttr)):
+            node = node.expr
+        elif isinstance(node, nodes.Subscript):
+            node = node.value
+        elif isinstance(node, nodes.Call):
+            node = node.func
+        elif isinstance(node, nodes.Starred):
+            node = node.value
+        else:
+            return None
+    return None
+
+
+def value_roots(value: nodes.NodeNG) -> set[str]:
+    """Names whose objects an assigned value may share: `b = a`, `b = a[0]`, `b = [a, c]`."""
+    if isinstance(value, nodes.Name):
+        return {value.name}
+    if isinstance(value, (nodes.Attribute, nodes.Subscript)):
+        root = root_name(value)
+        return {root} if root else set()
+    if isinstance(value, (nodes.List, nodes.Tuple, nodes.Set)):
+        found: set[str] = set()
+        for element in value.elts:
+            found |= value_roots(element)
+        return found
+    if isinstance(value, nodes.Dict):
+        found = set()
+        for _, item in value.items:
+            found |= value_roots(item)
+        return found
+    if isinstance(value, nodes.IfExp):
+        return value_roots(value.body) | value_roots(value.orelse)
+    if isinstance(value, nodes.Starred):
+        return value_roots(value.value)
+    return set()
+
+
+def literal_string(node: nodes.NodeNG | None, state: NamespaceState) -> str | None:
+    """A string the expression certainly evaluates to, or None."""
+    if node is None:
+        return None
+    if isinstance(node, nodes.Const) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, nodes.Name):
+        return state.const_strings.get(node.name)
+    if isinstance(node, nodes.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, nodes.Const):
+                parts.append(str(value.value))
+            elif isinstance(value, nodes.FormattedValue) and value.format_spec is None:
+                inner = literal_string(value.value, state)
+                if inner is None:
+                    return None
+                parts.append(inner)
+            else:
+                return None
+        return "".join(parts)
+    if isinstance(node, nodes.BinOp) and node.op in ("+", "/"):
+        left, right = literal_string(node.left, state), literal_string(node.right, state)
+        if left is None or right is None:
+            return None
+        return left + right if node.op == "+" else f"{left}/{right}"
+    if isinstance(node, nodes.Call):
+        func = node.func
+        name = func.attrname if isinstance(func, nodes.Attribute) else getattr(func, "name", "")
+        if name in ("Path", "PurePath", "PosixPath") and len(node.args) == 1:
+            return literal_string(node.args[0], state)
+        if name == "join" and isinstance(func, nodes.Attribute) and node.args:
+            if root_name(func.expr) in ("os", "path", "osp"):
+                parts = [literal_string(a, state) for a in node.args]
+                if all(p is not None for p in parts):
+                    return "/".join(p.rstrip("/") for p in parts if p)  # type: ignore[union-attr]
+    return None
+
+
+def _argument(node: nodes.Call, position: int, keyword: str | None) -> nodes.NodeNG | None:
+    for item in node.keywords or ():
+        if keyword is not None and item.arg == keyword:
+            return item.value
+    positional = [a for a in node.args if not isinstance(a, nodes.Starred)]
+    if len(positional) == len(node.args) and position < len(positional):
+        return positional[position]
+    return None
+
+
+def _open_mode(mode: str | None) -> str:
+    if mode is None:
+        return "rw"
+    if "+" in mode:
+        return "rw"
+    if "a" in mode:
+        return "rw"
+    if "w" in mode or "x" in mode:
+        return "w"
+    return "r"
+
+
+def _looks_like_path(text: str) -> bool:
+    return (0 < len(text) < 256 and ("." in text or "/" in text) and not any(
+        c.isspace() for c in text) and "://" not in text)
+
+
+def _chain_has_call(node: nodes.NodeNG) -> bool:
+    while isinstance(node, (nodes.Attribute, nodes.Subscript, nodes.Call)):
+        if isinstance(node, nodes.Call):
+            return True
+        node = node.expr if isinstance(node, nodes.Attribute) else node.value
+    return False

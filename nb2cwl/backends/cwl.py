@@ -1,0 +1,202 @@
+"""The CWL v1.2 back end: IR -> cwl-utils objects -> YAML files, never hand-written YAML."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cwl_utils.parser import cwl_v1_2 as cwl
+
+from nb2cwl.backends.step_scripts import file_producers
+from nb2cwl.ir.model import Step, Workflow
+
+VALUES_GLOB = "nb2cwl-out/values"
+FILES_GLOB = "nb2cwl-out/files"
+REPORT_GLOB = "nb2cwl-out/report.json"
+
+
+def executed_name(workflow: Workflow) -> str:
+    """File name of the executed notebook the workflow produces."""
+    stem = workflow.notebook_name.rsplit(".", 1)[0]
+    return f"{stem}.executed.ipynb"
+
+
+def has_values(step: Step) -> bool:
+    """True when later steps load variables or rng state from `step`."""
+    return any(not v.startswith("file:") for v in step.outputs)
+
+
+def step_tool(workflow: Workflow, step: Step, python: str) -> cwl.CommandLineTool:
+    """The CommandLineTool that runs one step's script."""
+    inputs = [
+        cwl.CommandInputParameter(id="script", type_="File",
+                                  inputBinding=cwl.CommandLineBinding(position=0)),
+        cwl.CommandInputParameter(id="runtime", type_="Directory",
+                                  inputBinding=cwl.CommandLineBinding(position=1,
+                                                                      prefix="--runtime")),
+    ]
+    for port, prefix in step_ports(workflow, step):
+        inputs.append(cwl.CommandInputParameter(
+            id=port, type_=_port_type(port, workflow),
+            inputBinding=cwl.CommandLineBinding(position=2, prefix=prefix)))
+    outputs = [cwl.CommandOutputParameter(
+        id="report", type_="File", outputBinding=cwl.CommandOutputBinding(glob=REPORT_GLOB))]
+    if has_values(step):
+        outputs.append(cwl.CommandOutputParameter(
+            id="values", type_="Directory",
+            outputBinding=cwl.CommandOutputBinding(glob=VALUES_GLOB)))
+    if step.writes_files:
+        outputs.append(cwl.CommandOutputParameter(
+            id="files", type_="Directory",
+            outputBinding=cwl.CommandOutputBinding(glob=FILES_GLOB)))
+    cells = ", ".join(str(c.index) for c in step.cells)
+    return cwl.CommandLineTool(
+        cwlVersion="v1.2",
+        label=f"{workflow.notebook_name}: cell(s) {cells}",
+        doc=_first_line(step),
+        baseCommand=[python],
+        inputs=inputs,
+        outputs=outputs,
+        requirements=[cwl.ResourceRequirement(coresMin=1)],
+    )
+
+
+def step_ports(workflow: Workflow, step: Step) -> list[tuple[str, str]]:
+    """(input port id, command-line prefix) for every value, files and external input."""
+    ports: dict[str, str] = {}
+    external = {path: n for n, (path, _) in enumerate(workflow.external_files)}
+    for item in step.inputs:
+        if item.var == "file:*":
+            continue
+        if item.var.startswith("file:"):
+            if item.producer is None:
+                number = external[item.var[len("file:"):]]
+                ports[f"external_{number}"] = f"--external-{number}"
+            else:
+                ports[f"files_{item.producer}"] = f"--files-{item.producer}"
+        else:
+            ports[f"values_{item.producer}"] = f"--values-{item.producer}"
+    if step.sees_all_files:
+        for producer in file_producers(workflow, step):
+            ports[f"files_{producer}"] = f"--files-{producer}"
+    return sorted(ports.items())
+
+
+def _port_type(port: str, workflow: Workflow) -> str:
+    if port.startswith("external_"):
+        number = int(port.split("_", 1)[1])
+        return workflow.external_files[number][1]
+    return "Directory"
+
+
+def assemble_tool(workflow: Workflow, python: str) -> cwl.CommandLineTool:
+    """The CommandLineTool that writes the executed notebook and gathers written files."""
+    inputs = [
+        cwl.CommandInputParameter(id="script", type_="File",
+                                  inputBinding=cwl.CommandLineBinding(position=0)),
+        cwl.CommandInputParameter(id="runtime", type_="Directory",
+                                  inputBinding=cwl.CommandLineBinding(position=1,
+                                                                      prefix="--runtime")),
+        cwl.CommandInputParameter(id="notebook", type_="File",
+                                  inputBinding=cwl.CommandLineBinding(position=2,
+                                                                      prefix="--notebook")),
+        cwl.CommandInputParameter(id="output_name", type_="string",
+                                  inputBinding=cwl.CommandLineBinding(position=3,
+                                                                      prefix="--output")),
+        cwl.CommandInputParameter(
+            id="reports", type_=cwl.CommandInputArraySchema(items="File", type_="array"),
+            inputBinding=cwl.CommandLineBinding(position=4, prefix="--reports")),
+    ]
+    outputs = [cwl.CommandOutputParameter(
+        id="executed_notebook", type_="File",
+        outputBinding=cwl.CommandOutputBinding(glob="$(inputs.output_name)"))]
+    if any(s.writes_files for s in workflow.steps):
+        inputs.append(cwl.CommandInputParameter(
+            id="files", type_=cwl.CommandInputArraySchema(items="Directory", type_="array"),
+            inputBinding=cwl.CommandLineBinding(position=5, prefix="--files")))
+        outputs.append(cwl.CommandOutputParameter(
+            id="written_files", type_="Directory",
+            outputBinding=cwl.CommandOutputBinding(glob="written-files")))
+    return cwl.CommandLineTool(
+        cwlVersion="v1.2",
+        label=f"{workflow.notebook_name}: assemble the executed notebook",
+        baseCommand=[python],
+        inputs=inputs,
+        outputs=outputs,
+        requirements=[cwl.ResourceRequirement(coresMin=1)],
+    )
+
+
+def main_workflow(workflow: Workflow) -> cwl.Workflow:
+    """The top-level Workflow wiring every step and the assembler."""
+    inputs = [
+        cwl.WorkflowInputParameter(id="runtime", type_="Directory"),
+        cwl.WorkflowInputParameter(id="notebook", type_="File"),
+        cwl.WorkflowInputParameter(id="executed_name", type_="string"),
+        cwl.WorkflowInputParameter(id="script_assemble", type_="File"),
+    ]
+    for number, (path, kind) in enumerate(workflow.external_files):
+        inputs.append(cwl.WorkflowInputParameter(id=f"external_{number}", type_=kind,
+                                                 label=path))
+    steps = []
+    for step in workflow.steps:
+        inputs.append(cwl.WorkflowInputParameter(id=f"script_{step.name}", type_="File"))
+        wiring = [
+            cwl.WorkflowStepInput(id="script", source=f"script_{step.name}"),
+            cwl.WorkflowStepInput(id="runtime", source="runtime"),
+        ]
+        for port, _ in step_ports(workflow, step):
+            if port.startswith("external_"):
+                source = port
+            else:
+                kind, producer = port.split("_", 1)
+                source = f"{producer}/{kind}"
+            wiring.append(cwl.WorkflowStepInput(id=port, source=source))
+        out = ["report"]
+        if has_values(step):
+            out.append("values")
+        if step.writes_files:
+            out.append("files")
+        steps.append(cwl.WorkflowStep(id=step.name, run=f"tools/{step.name}.cwl", in_=wiring,
+                                      out=out, label=f"cell(s) "
+                                      + ", ".join(str(c.index) for c in step.cells)))
+    assemble_in = [
+        cwl.WorkflowStepInput(id="script", source="script_assemble"),
+        cwl.WorkflowStepInput(id="runtime", source="runtime"),
+        cwl.WorkflowStepInput(id="notebook", source="notebook"),
+        cwl.WorkflowStepInput(id="output_name", source="executed_name"),
+        cwl.WorkflowStepInput(id="reports", source=[f"{s.name}/report" for s in workflow.steps],
+                              linkMerge="merge_flattened"),
+    ]
+    outputs = [cwl.WorkflowOutputParameter(id="executed_notebook", type_="File",
+                                           outputSource="assemble/executed_notebook")]
+    assemble_out = ["executed_notebook"]
+    writers = [s for s in workflow.steps if s.writes_files]
+    if writers:
+        assemble_in.append(cwl.WorkflowStepInput(
+            id="files", source=[f"{s.name}/files" for s in writers], linkMerge="merge_flattened"))
+        outputs.append(cwl.WorkflowOutputParameter(id="written_files", type_="Directory",
+                                                   outputSource="assemble/written_files"))
+        assemble_out.append("written_files")
+    steps.append(cwl.WorkflowStep(id="assemble", run="tools/assemble.cwl", in_=assemble_in,
+                                  out=assemble_out))
+    return cwl.Workflow(
+        cwlVersion="v1.2",
+        label=f"{workflow.notebook_name}, compiled by nb2cwl",
+        inputs=inputs,
+        outputs=outputs,
+        steps=steps,
+        requirements=[cwl.MultipleInputFeatureRequirement()],
+    )
+
+
+def as_document(obj: Any) -> dict[str, Any]:
+    """A cwl-utils object as the plain mapping ruamel.yaml writes."""
+    document = obj.save()
+    return {k: v for k, v in document.items() if k != "id"}
+
+
+def _first_line(step: Step) -> str:
+    for line in step.cells[0].source.splitlines():
+        if line.strip():
+            return line.strip()[:120]
+    return ""

@@ -1,0 +1,82 @@
+"""The explain view: steps, edges and the reasons behind them, as text or JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nb2cwl.ir.model import Workflow
+
+
+def explain_data(workflow: Workflow) -> dict[str, Any]:
+    """Machine-readable explanation; cell indices count every cell, markdown included."""
+    cells = []
+    for view in workflow.cells:
+        if view.cell_type != "code":
+            continue
+        cells.append({
+            "index": view.index,
+            "id": view.cell_id,
+            "role": view.role,
+            "step": view.step,
+            "inputs": [{"var": var, "producer": producer} for var, producer in view.inputs],
+            "replayed_definitions_from": list(view.replayed_from),
+            "notes": list(view.notes),
+        })
+    steps = [
+        {
+            "name": s.name,
+            "cells": [c.index for c in s.cells],
+            "inputs": [{"var": i.var, "producer_step": i.producer, "producer": i.producer_cell}
+                       for i in s.inputs],
+            "outputs": list(s.outputs),
+            "depends_on": list(s.depends_on()),
+            "replays": list(s.replay),
+            "target": s.target,
+            "reasons": list(s.reasons),
+        }
+        for s in workflow.steps
+    ]
+    return {
+        "notebook": workflow.notebook_name,
+        "cells": cells,
+        "steps": steps,
+        "edges": [{"var": e.var, "producer": e.producer_cell, "consumer": e.consumer_cell}
+                  for e in workflow.edges],
+        "external_files": [{"path": p, "type": k} for p, k in workflow.external_files],
+        "skeletons": list(workflow.skeletons),
+        "fallbacks": [{"cell": f.cell, "reason": f.reason} for f in workflow.fallbacks],
+        "diagnostics": [d.to_json() for d in workflow.diagnostics],
+    }
+
+
+def explain_text(workflow: Workflow) -> str:
+    """Human-readable explanation."""
+    lines = [f"{workflow.notebook_name}: {len(workflow.steps)} steps"]
+    for step in workflow.steps:
+        cells = ", ".join(str(c.index) for c in step.cells)
+        after = ", ".join(step.depends_on()) or "nothing (can start at once)"
+        lines.append(f"\nstep {step.name}  (cell {cells})  after: {after}")
+        for item in step.inputs:
+            origin = (f"cell {item.producer_cell} ({item.producer})" if item.producer
+                      else "beside the notebook (workflow input)")
+            lines.append(f"  needs {item.var:<24} from {origin}")
+        if step.replay:
+            lines.append(f"  replays definitions {', '.join(step.replay)}")
+        for reason in step.reasons:
+            lines.append(f"  why: {reason}")
+    replayed = [v for v in workflow.cells if v.role == "definitions"]
+    if replayed:
+        lines.append("\ndefinition-only cells (imports, functions, classes), replayed where "
+                     "needed: " + ", ".join(str(v.index) for v in replayed))
+    skipped = [v for v in workflow.cells if v.role == "skipped"]
+    if skipped:
+        lines.append("skipped cells: " + ", ".join(str(v.index) for v in skipped))
+    notes = [(v.index, n) for v in workflow.cells for n in v.notes]
+    if notes:
+        lines.append("\nnotes:")
+        lines.extend(f"  cell {index}: {note}" for index, note in notes)
+    for fallback in workflow.fallbacks:
+        lines.append(f"fallback at cell {fallback.cell}: {fallback.reason}")
+    for diagnostic in workflow.diagnostics:
+        lines.append(str(diagnostic))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,363 @@
+"""Render a workflow DAG as Graphviz DOT, a Mermaid flowchart or a standalone SVG (stdlib only)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import deque
+from dataclasses import dataclass
+from xml.sax.saxutils import escape as _sax_escape
+
+KINDS = ("step", "input", "output")
+FORMATS = ("dot", "mmd", "svg")
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """A node of the workflow graph: a step, a workflow input or a workflow output."""
+
+    id: str
+    label: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    """A directed dependency between two nodes, labelled with what flows along it."""
+
+    source: str
+    target: str
+    label: str
+
+
+def _validate(nodes: list[GraphNode], edges: list[GraphEdge]) -> None:
+    seen: set[str] = set()
+    for n in nodes:
+        if n.id in seen:
+            raise ValueError(f"duplicate graph node id {n.id!r}")
+        if n.kind not in KINDS:
+            raise ValueError(f"node {n.id!r} has kind {n.kind!r}; expected one of {KINDS}")
+        seen.add(n.id)
+    for e in edges:
+        for end in (e.source, e.target):
+            if end not in seen:
+                raise ValueError(f"edge {e.source!r} -> {e.target!r} names unknown node {end!r}")
+
+
+def _lines(text: str) -> list[str]:
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+# ----------------------------------------------------------------------------- DOT
+
+_DOT_STYLE = {
+    "step": 'shape=box, style="rounded,filled", fillcolor="#dbe8f8", color="#3b6ea8"',
+    "input": 'shape=ellipse, style=filled, fillcolor="#dff2e1", color="#3c8c4a"',
+    "output": 'shape=note, style=filled, fillcolor="#fdebd3", color="#c07a1d"',
+}
+
+
+def _dot_str(text: str) -> str:
+    body = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + "\\n".join(_lines(body)) + '"'
+
+
+def render_dot(nodes: list[GraphNode], edges: list[GraphEdge], title: str) -> str:
+    """Render the graph as a Graphviz DOT ``digraph`` laid out top to bottom."""
+    _validate(nodes, edges)
+    out = [
+        f"digraph {_dot_str(title)} {{",
+        f"  graph [rankdir=TB, label={_dot_str(title)}, labelloc=t, fontname=Helvetica];",
+        "  node [fontname=Helvetica, fontsize=11];",
+        "  edge [fontname=Helvetica, fontsize=9];",
+    ]
+    for n in nodes:
+        out.append(f"  {_dot_str(n.id)} [label={_dot_str(n.label)}, {_DOT_STYLE[n.kind]}];")
+    for e in edges:
+        attrs = f" [label={_dot_str(e.label)}]" if e.label else ""
+        out.append(f"  {_dot_str(e.source)} -> {_dot_str(e.target)}{attrs};")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------- Mermaid
+
+_MMD_ENTITIES = [
+    ("#", "#35;"), ("&", "#amp;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"),
+    ("|", "#124;"), ("`", "#96;"),
+]  # fmt: skip
+
+
+def _mmd_text(text: str) -> str:
+    for raw, entity in _MMD_ENTITIES:  # "#" first so inserted entities stay intact
+        text = text.replace(raw, entity)
+    return "<br/>".join(_lines(text))
+
+
+def _mermaid_ids(nodes: list[GraphNode]) -> dict[str, str]:
+    used: set[str] = set()
+    ids: dict[str, str] = {}
+    for n in nodes:
+        # the prefix avoids keywords such as "end" and ids starting with a digit
+        base = "n_" + re.sub(r"[^A-Za-z0-9_]", "_", n.id)
+        cand, i = base, 2
+        while cand in used:
+            cand, i = f"{base}_{i}", i + 1
+        used.add(cand)
+        ids[n.id] = cand
+    return ids
+
+
+def render_mermaid(nodes: list[GraphNode], edges: list[GraphEdge], title: str) -> str:
+    """Render the graph as a Mermaid ``flowchart TD`` with sanitised, unique node ids."""
+    _validate(nodes, edges)
+    ids = _mermaid_ids(nodes)
+    out = [
+        "%% " + " ".join(_lines(title)),
+        "flowchart TD",
+        "    classDef wfInput fill:#dff2e1,stroke:#3c8c4a",
+        "    classDef wfOutput fill:#fdebd3,stroke:#c07a1d",
+    ]
+    for n in nodes:
+        text = f'["{_mmd_text(n.label)}"]'
+        if n.kind == "step":
+            out.append(f"    {ids[n.id]}{text}")
+        else:  # stadium shape plus a colour class for workflow inputs and outputs
+            cls = "wfInput" if n.kind == "input" else "wfOutput"
+            out.append(f"    {ids[n.id]}({text}):::{cls}")
+    for e in edges:
+        arrow = f'-->|"{_mmd_text(e.label)}"|' if e.label else "-->"
+        out.append(f"    {ids[e.source]} {arrow} {ids[e.target]}")
+    return "\n".join(out) + "\n"
+
+
+# ----------------------------------------------------------------------------- SVG
+
+_FONT = 13
+_CHAR_W = 7.6  # approximate advance of one character of a 13px sans-serif font
+_LINE_H = 17
+_PAD_X, _PAD_Y = 12, 8
+_MIN_W = 60
+_H_GAP, _V_GAP = 40, 70
+_MARGIN, _TITLE_H = 20, 40
+_EDGE_FONT = 11
+_EDGE_CHAR_W = 6.5
+_FILL = {"step": "#dbe8f8", "input": "#dff2e1", "output": "#fdebd3"}
+_STROKE = {"step": "#3b6ea8", "input": "#3c8c4a", "output": "#c07a1d"}
+_BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(text: str) -> str:
+    return _sax_escape(_BAD_XML.sub("", text), {'"': "&quot;"})
+
+
+def _num(v: float) -> str:
+    s = f"{v:.1f}".rstrip("0").rstrip(".")
+    return "0" if s in ("-0", "") else s
+
+
+def _text_width(line: str, char_w: float) -> float:
+    units = 0
+    for ch in line:
+        if unicodedata.combining(ch):
+            continue
+        units += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return units * char_w
+
+
+def _neighbours(nodes: list[GraphNode], edges: list[GraphEdge]):
+    preds: dict[str, list[str]] = {n.id: [] for n in nodes}
+    succs: dict[str, list[str]] = {n.id: [] for n in nodes}
+    for e in edges:
+        preds[e.target].append(e.source)
+        succs[e.source].append(e.target)
+    return preds, succs
+
+
+def _layers(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str, int]:
+    """Layer of each node: length of the longest path from a source; ValueError on a cycle."""
+    preds, succs = _neighbours(nodes, edges)
+    indeg = {v: len(p) for v, p in preds.items()}
+    queue = deque(n.id for n in nodes if indeg[n.id] == 0)
+    layer: dict[str, int] = {}
+    while queue:
+        v = queue.popleft()
+        layer[v] = max((layer[u] + 1 for u in preds[v]), default=0)
+        for w in succs[v]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                queue.append(w)
+    if len(layer) < len(nodes):
+        stuck = [n.id for n in nodes if n.id not in layer]
+        raise ValueError(f"workflow graph has a cycle through {stuck}")
+    return layer
+
+
+def _order(nodes: list[GraphNode], edges: list[GraphEdge], layer: dict[str, int]):
+    """Nodes per layer, reordered by the barycentre of their neighbours (down, up, down)."""
+    preds, succs = _neighbours(nodes, edges)
+    rows: list[list[str]] = [[] for _ in range(max(layer.values(), default=-1) + 1)]
+    for n in nodes:
+        rows[layer[n.id]].append(n.id)
+    for sweep in range(3):
+        down = sweep % 2 == 0
+        nbrs = preds if down else succs
+        for r in range(1, len(rows)) if down else range(len(rows) - 2, -1, -1):
+            pos = {v: (i + 0.5) / len(row) for row in rows for i, v in enumerate(row)}
+
+            def key(item: tuple[int, str], pos=pos, nbrs=nbrs) -> tuple[float, int]:
+                i, v = item
+                ns = nbrs[v]
+                return (sum(pos[u] for u in ns) / len(ns) if ns else pos[v], i)
+
+            rows[r] = [v for _, v in sorted(enumerate(rows[r]), key=key)]
+    return rows
+
+
+def _place_row(row: list[str], want: dict[str, float], width: dict[str, float]) -> None:
+    """Move centres in ``want`` towards their wishes, keeping order and a gap between boxes."""
+    fwd: list[float] = []
+    for i, v in enumerate(row):  # pack left to right: push right where needed
+        lo = fwd[-1] + (width[row[i - 1]] + width[v]) / 2 + _H_GAP if i else want[v]
+        fwd.append(max(want[v], lo))
+    bwd: list[float] = [0.0] * len(row)
+    for i in range(len(row) - 1, -1, -1):  # pack right to left: push left where needed
+        v = row[i]
+        if i == len(row) - 1:
+            bwd[i] = want[v]
+        else:
+            bwd[i] = min(want[v], bwd[i + 1] - (width[row[i + 1]] + width[v]) / 2 - _H_GAP)
+    for i, v in enumerate(row):  # the mean of two feasible placements is feasible
+        want[v] = (fwd[i] + bwd[i]) / 2
+
+
+def _layout(nodes: list[GraphNode], edges: list[GraphEdge]):
+    """Boxes as id -> (centre x, top y, width, height), plus the rows top to bottom."""
+    rows = _order(nodes, edges, _layers(nodes, edges))
+    preds, succs = _neighbours(nodes, edges)
+    label = {n.id: _lines(n.label) for n in nodes}
+    w = {v: max(_MIN_W, max(_text_width(s, _CHAR_W) for s in ls) + 2 * _PAD_X)
+         for v, ls in label.items()}  # fmt: skip
+    h = {v: len(ls) * _LINE_H + 2 * _PAD_Y for v, ls in label.items()}
+    cx: dict[str, float] = {}
+    for row in rows[:1]:
+        x = 0.0
+        for v in row:
+            cx[v], x = x + w[v] / 2, x + w[v] + _H_GAP
+    for sweep in range(3):  # align children under parents, then parents over children, ...
+        down = sweep % 2 == 0
+        nbrs = preds if down else succs
+        for r in range(1, len(rows)) if down else range(len(rows) - 2, -1, -1):
+            want = {}
+            for v in rows[r]:
+                ns = [u for u in nbrs[v] if u in cx]
+                want[v] = sum(cx[u] for u in ns) / len(ns) if ns else cx.get(v, 0.0)
+            _place_row(rows[r], want, w)
+            cx.update(want)
+    boxes: dict[str, tuple[float, float, float, float]] = {}
+    top = float(_MARGIN + _TITLE_H)
+    for row in rows:
+        row_h = max(h[v] for v in row)
+        for v in row:
+            boxes[v] = (cx[v], top + (row_h - h[v]) / 2, w[v], h[v])
+        top += row_h + _V_GAP
+    return boxes, rows
+
+
+def _svg_text(x: float, y: float, lines: list[str], size: int, extra: str = "") -> str:
+    spans = "".join(
+        f'<tspan x="{_num(x)}" y="{_num(y + i * (size + 4))}">{_xml(s)}</tspan>'
+        for i, s in enumerate(lines)
+    )
+    return f'<text font-size="{size}" text-anchor="middle"{extra}>{spans}</text>'
+
+
+def render_svg(nodes: list[GraphNode], edges: list[GraphEdge], title: str) -> str:
+    """Render the graph as a standalone SVG with a layered top-to-bottom layout."""
+    _validate(nodes, edges)
+    boxes, _rows = _layout(nodes, edges)
+    xs = [0.0] + [b[0] - b[2] / 2 for b in boxes.values()]
+    xe = [0.0] + [b[0] + b[2] / 2 for b in boxes.values()]
+    bottom = max((b[1] + b[3] for b in boxes.values()), default=float(_MARGIN + _TITLE_H))
+    # edge ports: spread the ends of several edges along the bottom/top side of a box
+    outs: dict[str, list[int]] = {}
+    ins: dict[str, list[int]] = {}
+    for i, e in enumerate(edges):
+        outs.setdefault(e.source, []).append(i)
+        ins.setdefault(e.target, []).append(i)
+    port: dict[tuple[int, str], float] = {}
+    for side, groups, other in (("s", outs, "target"), ("t", ins, "source")):
+        for v, idx in groups.items():
+            idx.sort(key=lambda i, o=other: (boxes[getattr(edges[i], o)][0], i))
+            cx, _, bw, _ = boxes[v]
+            for k, i in enumerate(idx):
+                port[(i, side)] = cx - bw / 2 + bw * (k + 1) / (len(idx) + 1)
+    parts: list[str] = []
+    for i, e in enumerate(edges):
+        sx, sy = port[(i, "s")], boxes[e.source][1] + boxes[e.source][3]
+        tx, ty = port[(i, "t")], boxes[e.target][1]
+        dy = (ty - sy) / 2
+        parts.append(
+            f'<path class="edge" d="M{_num(sx)},{_num(sy)} C{_num(sx)},{_num(sy + dy)} '
+            f'{_num(tx)},{_num(ty - dy)} {_num(tx)},{_num(ty)}" fill="none" stroke="#555" '
+            'stroke-width="1.3" marker-end="url(#arrow)"/>'
+        )
+    for i, e in enumerate(edges):
+        if not e.label:
+            continue
+        lines = _lines(e.label)
+        mx = (port[(i, "s")] + port[(i, "t")]) / 2
+        my = (boxes[e.source][1] + boxes[e.source][3] + boxes[e.target][1]) / 2
+        my -= (len(lines) - 1) * (_EDGE_FONT + 4) / 2 - _EDGE_FONT / 3
+        half = max(_text_width(s, _EDGE_CHAR_W) for s in lines) / 2
+        xs.append(mx - half)
+        xe.append(mx + half)
+        halo = ' class="edge-label" fill="#333" stroke="#fff" stroke-width="3" paint-order="stroke"'
+        parts.append(_svg_text(mx, my, lines, _EDGE_FONT, halo))
+    for n in nodes:
+        cx, top, bw, bh = boxes[n.id]
+        rx = 4 if n.kind == "step" else min(14, bh / 2)
+        lines = _lines(n.label)
+        ty = top + _PAD_Y + _LINE_H - 4
+        parts.append(
+            f'<g class="node {n.kind}" data-id="{_xml(n.id)}"><title>{_xml(n.id)}</title>'
+            f'<rect class="node" x="{_num(cx - bw / 2)}" y="{_num(top)}" width="{_num(bw)}" '
+            f'height="{_num(bh)}" rx="{_num(rx)}" fill="{_FILL[n.kind]}" '
+            f'stroke="{_STROKE[n.kind]}" stroke-width="1.5"/>'
+            + "".join(
+                f'<text x="{_num(cx)}" y="{_num(ty + k * _LINE_H)}" font-size="{_FONT}" '
+                f'text-anchor="middle">{_xml(s)}</text>'
+                for k, s in enumerate(lines)
+            )
+            + "</g>"
+        )
+    title_line = " ".join(_lines(title))
+    lo, hi = min(xs), max(xe)
+    half = max((hi - lo) / 2, _text_width(title_line, 8.5) / 2)
+    mid = (lo + hi) / 2
+    lo, hi = mid - half - _MARGIN, mid + half + _MARGIN
+    width, height = hi - lo, bottom + _MARGIN
+    head = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_num(width)}" height="{_num(height)}" '
+        f'viewBox="{_num(lo)} 0 {_num(width)} {_num(height)}" '
+        'font-family="Helvetica, Arial, sans-serif">\n'
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" '
+        'markerHeight="8" markerUnits="userSpaceOnUse" orient="auto">'
+        '<path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>\n'
+        f'<rect class="background" x="{_num(lo)}" y="0" width="{_num(width)}" '
+        f'height="{_num(height)}" fill="#fff"/>\n'
+        f'<text class="title" x="{_num(mid)}" y="{_num(_MARGIN + 10)}" font-size="15" '
+        f'font-weight="bold" text-anchor="middle">{_xml(title_line)}</text>\n'
+    )
+    return head + "\n".join(parts) + ("\n" if parts else "") + "</svg>\n"
+
+
+_RENDERERS = {"dot": render_dot, "mmd": render_mermaid, "svg": render_svg}
+
+
+def render_graph(nodes: list[GraphNode], edges: list[GraphEdge], title: str, fmt: str) -> str:
+    """Dispatch on fmt in {"dot", "mmd", "svg"}; raise ValueError naming the format and choices."""
+    if fmt not in _RENDERERS:
+        raise ValueError(f"unknown graph format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return _RENDERERS[fmt](nodes, edges, title)

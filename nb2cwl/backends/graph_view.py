@@ -1,0 +1,34 @@
+"""The step graph of a workflow as nodes and edges for the renderers in graph.py."""
+
+from __future__ import annotations
+
+from nb2cwl.backends.graph import GraphEdge, GraphNode
+from nb2cwl.ir.model import Workflow
+
+
+def workflow_graph(workflow: Workflow) -> tuple[list[GraphNode], list[GraphEdge]]:
+    """Steps as boxes, external files as inputs, the executed notebook as the output."""
+    nodes: list[GraphNode] = []
+    edges: list[GraphEdge] = []
+    for number, (path, _) in enumerate(workflow.external_files):
+        nodes.append(GraphNode(f"external_{number}", path, "input"))
+    for step in workflow.steps:
+        cells = ", ".join(str(c.index) for c in step.cells)
+        nodes.append(GraphNode(step.name, f"{step.name}\ncell {cells}", "step"))
+        by_source: dict[str, list[str]] = {}
+        external = {p: n for n, (p, _) in enumerate(workflow.external_files)}
+        for item in step.inputs:
+            if item.producer is not None:
+                source = item.producer
+            elif item.var.startswith("file:") and item.var[5:] in external:
+                source = f"external_{external[item.var[5:]]}"
+            else:
+                continue
+            by_source.setdefault(source, []).append(item.var)
+        for source, names in sorted(by_source.items()):
+            edges.append(GraphEdge(source, step.name, ", ".join(sorted(names))))
+    nodes.append(GraphNode("executed_notebook", "executed notebook", "output"))
+    for step in workflow.steps:
+        if not any(step.name in other.depends_on() for other in workflow.steps):
+            edges.append(GraphEdge(step.name, "executed_notebook", ""))
+    return nodes, edges

@@ -1,0 +1,91 @@
+"""Write a compiled workflow into its output directory, never touching files nb2cwl did not write."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from nb2cwl.backends import cwl as cwl_backend
+from nb2cwl.backends.job import job_document
+from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE, assemble_script, step_script
+from nb2cwl.backends.streamflow import streamflow_config
+from nb2cwl.errors import OutputExistsError
+from nb2cwl.ir.model import Workflow
+
+MANIFEST = ".nb2cwl-manifest.json"
+RUNTIME_SOURCE = Path(__file__).resolve().parent.parent / "runtime"
+
+
+def prepare_output_dir(out_dir: str, force: bool) -> None:
+    """Make sure writing into `out_dir` loses nothing a user wrote (unless `force`)."""
+    path = Path(out_dir)
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise OutputExistsError(f"{out_dir} exists and is not a directory")
+    manifest = path / MANIFEST
+    if manifest.exists():
+        # our own earlier output: remove exactly the files we wrote then
+        for rel in json.loads(manifest.read_text(encoding="utf-8")).get("files", []):
+            target = path / rel
+            if target.is_file() and not target.is_symlink():
+                target.unlink()
+        return
+    if any(path.iterdir()) and not force:
+        raise OutputExistsError(
+            f"{out_dir} already exists and holds files nb2cwl did not write; choose another "
+            "directory or pass --force to write into it anyway")
+
+
+def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
+                   force: bool = False) -> list[str]:
+    """Write workflow.cwl, tools, step scripts, runtime, job and streamflow.yml; list them."""
+    prepare_output_dir(out_dir, force)
+    root = Path(out_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    written: list[str] = []
+
+    def put(rel: str, content: str) -> None:
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+        written.append(rel)
+
+    yaml = YAML()
+    yaml.default_flow_style = False
+    yaml.width = 100
+
+    def put_yaml(rel: str, document: Any) -> None:
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("w", encoding="utf-8") as handle:
+            handle.write("#!/usr/bin/env cwl-runner\n" if rel.endswith(".cwl") else "")
+            yaml.dump(document, handle)
+        written.append(rel)
+
+    for step in workflow.steps:
+        put(f"steps/{step.name}.py", step_script(workflow, step))
+        put_yaml(f"tools/{step.name}.cwl",
+                 cwl_backend.as_document(cwl_backend.step_tool(workflow, step, python)))
+    put("steps/assemble.py", assemble_script(workflow))
+    put_yaml("tools/assemble.cwl",
+             cwl_backend.as_document(cwl_backend.assemble_tool(workflow, python)))
+    put_yaml("workflow.cwl", cwl_backend.as_document(cwl_backend.main_workflow(workflow)))
+    runtime_dir = root / RUNTIME_PACKAGE
+    runtime_dir.mkdir(exist_ok=True)
+    for source in sorted(RUNTIME_SOURCE.glob("*.py")):
+        shutil.copyfile(source, runtime_dir / source.name)
+        written.append(f"{RUNTIME_PACKAGE}/{source.name}")
+    notebook_copy = f"notebook/{workflow.notebook_name}"
+    (root / "notebook").mkdir(exist_ok=True)
+    shutil.copyfile(workflow.notebook_path, root / notebook_copy)
+    written.append(notebook_copy)
+    put_yaml("job.yml", job_document(workflow, out_dir, RUNTIME_PACKAGE, notebook_copy))
+    put_yaml("streamflow.yml", streamflow_config(workflow, "workflow.cwl", "job.yml"))
+    put(MANIFEST, json.dumps({"generator": "nb2cwl", "files": sorted(written)}, indent=1) + "\n")
+    return written

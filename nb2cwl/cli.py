@@ -1,0 +1,157 @@
+"""The nb2cwl command line: parse options, call the API, report errors in one line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+
+from nb2cwl import __version__
+from nb2cwl.api import compile_notebook, compile_to_directory
+from nb2cwl.backends.explain import explain_data, explain_text
+from nb2cwl.backends.graph import render_graph
+from nb2cwl.backends.graph_view import workflow_graph
+from nb2cwl.errors import Nb2CwlError
+from nb2cwl.options import CompileOptions
+
+COMMANDS = ("compile", "run", "explain", "graph")
+
+DESCRIPTION = """\
+Compile a Jupyter notebook into a CWL v1.2 workflow that StreamFlow runs.
+
+  nb2cwl NOTEBOOK.ipynb -o OUT/          compile (same as: nb2cwl compile ...)
+  streamflow run OUT/streamflow.yml      execute it (local deployment)
+  nb2cwl run NOTEBOOK.ipynb              compile and run, with progress and a summary
+  nb2cwl explain NOTEBOOK.ipynb [--json] steps, edges and why
+  nb2cwl graph NOTEBOOK.ipynb -o dag.svg the step graph (.svg, .dot or .mmd)
+
+Cell tags: nb2cwl:skip (do not run the cell), nb2cwl:step=NAME (cells with the same NAME run
+as one step). Jupyter-Workflow 'workflow' cell metadata (step in/out, target) is honoured.
+"""
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("notebook", help="the .ipynb notebook to compile")
+    parser.add_argument("--fuse", action="store_true",
+                        help="merge linear chains of cells that gain no parallelism from "
+                             "separate steps into one step")
+    parser.add_argument("--debug", action="store_true",
+                        help="show full tracebacks and StreamFlow's log")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nb2cwl", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"nb2cwl {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    compile_ = commands.add_parser("compile", help="compile a notebook into a workflow "
+                                   "directory (the default command)")
+    _common(compile_)
+    _output_options(compile_, required=True)
+    run = commands.add_parser("run", help="compile, then run the workflow with StreamFlow")
+    _common(run)
+    _output_options(run, required=False)
+    run.add_argument("--quiet", action="store_true", help="print only the summary")
+    explain = commands.add_parser("explain", help="show the steps, the values flowing "
+                                  "between cells and the reasons")
+    _common(explain)
+    explain.add_argument("--json", action="store_true", help="machine-readable output")
+    graph = commands.add_parser("graph", help="draw the step graph")
+    _common(graph)
+    graph.add_argument("-o", "--output", required=True,
+                       help="file to write: .svg, .dot or .mmd (Mermaid)")
+    graph.add_argument("--format", choices=("svg", "dot", "mmd"),
+                       help="output format (default: from the file extension)")
+    return parser
+
+
+def _output_options(parser: argparse.ArgumentParser, required: bool) -> None:
+    parser.add_argument("-o", "--output", required=required,
+                        help="output directory for the workflow"
+                             + ("" if required else " (default: NOTEBOOK-wf beside the notebook)"))
+    parser.add_argument("--force", action="store_true",
+                        help="write into an existing directory that holds other files "
+                             "(files nb2cwl did not write are kept unless names collide)")
+    parser.add_argument("--python", default="python3",
+                        help="Python interpreter the steps run with, found on PATH where the "
+                             "step runs (default: python3)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI with `argv`; return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
+        argv.insert(0, "compile")
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return _dispatch(args)
+    except Nb2CwlError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"nb2cwl: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(f"nb2cwl: internal error: {type(exc).__name__}: {exc} (run again with --debug "
+              "for the traceback, and please report it)", file=sys.stderr)
+        return 3
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    options = CompileOptions(fuse=args.fuse, python=getattr(args, "python", "python3"),
+                             force=getattr(args, "force", False))
+    if args.command == "explain":
+        workflow = compile_notebook(args.notebook, options)
+        if args.json:
+            print(json.dumps(explain_data(workflow), indent=1))
+        else:
+            sys.stdout.write(explain_text(workflow))
+        return 0
+    if args.command == "graph":
+        workflow = compile_notebook(args.notebook, options)
+        fmt = args.format or os.path.splitext(args.output)[1].lstrip(".").lower()
+        nodes, edges = workflow_graph(workflow)
+        text = render_graph(nodes, edges, workflow.notebook_name, fmt)
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        print(f"wrote {args.output}")
+        return 0
+    out_dir = args.output or _default_output(args.notebook)
+    workflow, _ = compile_to_directory(args.notebook, out_dir, options)
+    for diagnostic in workflow.diagnostics:
+        if diagnostic.severity == "warning":
+            print(f"nb2cwl: {diagnostic}", file=sys.stderr)
+    if args.command == "compile":
+        print(f"wrote {out_dir}: {len(workflow.steps)} steps; run it with: "
+              f"streamflow run {os.path.join(out_dir, 'streamflow.yml')}")
+        return 0
+    from nb2cwl.launch import run_workflow
+
+    if not args.quiet:
+        print(f"compiled {workflow.notebook_name}: {len(workflow.steps)} steps in {out_dir}")
+    summary = run_workflow(workflow, out_dir, quiet=args.quiet, debug=args.debug)
+    print(f"finished in {summary.seconds:.1f} s: {len(workflow.steps)} steps")
+    print(f"executed notebook: {summary.executed_notebook}")
+    if summary.written_files:
+        shown = ", ".join(summary.written_files[:10])
+        more = "" if len(summary.written_files) <= 10 else f" (+{len(summary.written_files) - 10})"
+        print(f"files written by the cells: {shown}{more} "
+              f"(in {os.path.join(summary.results_dir, 'written-files')})")
+    return 0
+
+
+def _default_output(notebook: str) -> str:
+    stem = os.path.splitext(os.path.basename(notebook))[0]
+    return os.path.join(os.path.dirname(os.path.abspath(notebook)), f"{stem}-wf")
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

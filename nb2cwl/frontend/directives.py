@@ -1,0 +1,91 @@
+"""User directives on cells: nb2cwl tags and Jupyter-Workflow `workflow` metadata."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nb2cwl.errors import DirectiveError, Location
+from nb2cwl.frontend.model import Cell
+
+TAG_SKIP = "nb2cwl:skip"
+TAG_STEP = "nb2cwl:step="
+
+
+@dataclass(frozen=True)
+class CellDirectives:
+    """What the user asked for one cell, validated once."""
+
+    skip: bool = False
+    step_name: str | None = None  # cells sharing a name run as one step
+    declared_in: tuple[str, ...] = ()  # Jupyter-Workflow step.in names
+    declared_in_files: tuple[str, ...] = ()  # step.in entries of type "file" with a value
+    declared_out: tuple[str, ...] = ()  # Jupyter-Workflow step.out names
+    autoin: bool = True  # False: only declared_in are inputs
+    scatter: tuple[str, ...] = ()  # names Jupyter-Workflow asks to scatter over
+    target: str | None = None  # deployment name from Jupyter-Workflow target
+    notes: tuple[str, ...] = field(default=())
+
+
+def read_directives(cell: Cell, notebook: str) -> CellDirectives:
+    """Parse the tags and `workflow` metadata of `cell`; raise DirectiveError when malformed."""
+    where = Location(notebook, cell.index, cell.cell_id)
+    skip = TAG_SKIP in cell.tags
+    names = [t[len(TAG_STEP):].strip() for t in cell.tags if t.startswith(TAG_STEP)]
+    if len(set(names)) > 1:
+        raise DirectiveError(f"the cell has several nb2cwl:step= tags: {', '.join(names)}", where)
+    step_name = names[0] if names else None
+    if step_name == "":
+        raise DirectiveError("the tag nb2cwl:step= needs a name, e.g. nb2cwl:step=train", where)
+    workflow = cell.metadata.get("workflow")
+    if workflow is None:
+        return CellDirectives(skip=skip, step_name=step_name)
+    if not isinstance(workflow, dict):
+        raise DirectiveError("the 'workflow' metadata must be an object", where)
+    step = workflow.get("step", {}) or {}
+    if not isinstance(step, dict):
+        raise DirectiveError("the 'workflow.step' metadata must be an object", where)
+    ins, in_files, scatter = _read_ports(step.get("in", []), "in", where)
+    outs, _, _ = _read_ports(step.get("out", []), "out", where)
+    autoin = step.get("autoin", True)
+    if not isinstance(autoin, bool):
+        raise DirectiveError("'workflow.step.autoin' must be true or false", where)
+    target = workflow.get("target")
+    target_name = None
+    if target is not None:
+        if not isinstance(target, dict):
+            raise DirectiveError("the 'workflow.target' metadata must be an object", where)
+        model = target.get("deployment", target.get("model"))
+        if isinstance(model, dict):
+            model = model.get("name")
+        if not isinstance(model, str) or not model:
+            raise DirectiveError("'workflow.target' needs a deployment (or model) name", where)
+        target_name = model
+    return CellDirectives(skip, step_name, ins, in_files, outs, autoin, scatter, target_name)
+
+
+def _read_ports(
+    entries: object, key: str, where: Location
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    if not isinstance(entries, list):
+        raise DirectiveError(f"'workflow.step.{key}' must be a list", where)
+    names: list[str] = []
+    files: list[str] = []
+    scatter: list[str] = []
+    for entry in entries:
+        if isinstance(entry, str):
+            names.append(entry)
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("name", ""), str):
+            raise DirectiveError(f"a 'workflow.step.{key}' entry must be a name or an object "
+                                 "with a 'name'", where)
+        kind = entry.get("type", "name")
+        name = entry.get("name", "")
+        if kind == "file" and isinstance(entry.get("value"), str):
+            files.append(entry["value"])
+        elif kind in ("name", "file", "env", "control") and name:
+            names.append(name)
+        elif kind not in ("name", "file", "env", "control"):
+            raise DirectiveError(f"unknown port type {kind!r} in 'workflow.step.{key}'", where)
+        if "scatter" in entry and name:
+            scatter.append(name)
+    return tuple(names), tuple(files), tuple(scatter)

@@ -1,0 +1,74 @@
+"""IPython magics and `!shell` lines, converted by IPython's own input transformer."""
+
+from __future__ import annotations
+
+import ast
+
+from IPython.core.inputtransformer2 import TransformerManager
+
+from nb2cwl.errors import CellSyntaxError, Location
+from nb2cwl.frontend.model import Magic
+
+#: Magics a step can run outside Jupyter (the runtime's shim implements them).
+SUPPORTED_LINE_MAGICS = frozenset(
+    {"matplotlib", "config", "load_ext", "reload_ext", "autoreload", "aimport", "env",
+     "pip", "conda"}
+)
+SUPPORTED_CELL_MAGICS = frozenset(
+    {"writefile", "bash", "sh", "script", "html", "HTML", "markdown", "latex", "svg",
+     "javascript", "js"}
+)
+#: Magics accepted but not executed in a step (environment set-up belongs to the image).
+SKIPPED_MAGICS = frozenset({"pip", "conda"})
+
+_transformer = TransformerManager()
+
+
+def convert_cell(source: str, where: Location) -> tuple[str, tuple[Magic, ...]]:
+    """Return the cell's Python code and the magics in it; unsupported magics raise."""
+    try:
+        code = _transformer.transform_cell(source)
+    except SyntaxError as exc:  # IPython raises for malformed magic syntax
+        raise CellSyntaxError(f"cannot convert IPython syntax: {exc.msg}",
+                              _at(where, exc.lineno)) from None
+    magics = tuple(find_magics(code))
+    for magic in magics:
+        known = SUPPORTED_CELL_MAGICS if magic.kind == "cell" else SUPPORTED_LINE_MAGICS
+        if magic.kind != "shell" and magic.name not in known:
+            raise CellSyntaxError(
+                f"the magic %{'%' if magic.kind == 'cell' else ''}{magic.name} cannot run outside "
+                "Jupyter; remove it or move the work into Python code",
+                _at(where, magic.line),
+            )
+    return code, magics
+
+
+def find_magics(code: str) -> list[Magic]:
+    """The get_ipython() calls IPython's transformer produced in `code`."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    found: list[Magic] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        receiver = node.func.value
+        if not (isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name)
+                and receiver.func.id == "get_ipython"):
+            continue
+        method = node.func.attr
+        args = [a.value if isinstance(a, ast.Constant) else "" for a in node.args]
+        if method == "run_line_magic" and args:
+            found.append(Magic("line", str(args[0]), str(args[1] if len(args) > 1 else ""),
+                               node.lineno))
+        elif method == "run_cell_magic" and args:
+            found.append(Magic("cell", str(args[0]), str(args[1] if len(args) > 1 else ""),
+                               node.lineno))
+        elif method in ("system", "getoutput"):
+            found.append(Magic("shell", method, str(args[0] if args else ""), node.lineno))
+    return found
+
+
+def _at(where: Location, line: int | None) -> Location:
+    return Location(where.notebook, where.cell_index, where.cell_id, line)

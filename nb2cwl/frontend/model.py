@@ -1,0 +1,57 @@
+"""The front end's view of a notebook: cells with their source and converted code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nb2cwl.errors import Location
+
+
+@dataclass(frozen=True)
+class Magic:
+    """An IPython magic or shell escape found in a cell, after conversion."""
+
+    kind: str  # "line", "cell" or "shell"
+    name: str  # magic name ("matplotlib", "writefile"); "system"/"getoutput" for ! lines
+    argument: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One notebook cell. `code` is the Python that runs (magics converted); markdown has none."""
+
+    index: int
+    cell_id: str
+    cell_type: str
+    source: str
+    code: str = ""
+    tags: tuple[str, ...] = ()
+    metadata: dict = field(default_factory=dict, hash=False, compare=False)
+    magics: tuple[Magic, ...] = ()
+
+    @property
+    def is_code(self) -> bool:
+        """True for code cells."""
+        return self.cell_type == "code"
+
+
+@dataclass(frozen=True)
+class Notebook:
+    """A parsed notebook: its path, kernel language and every cell in order."""
+
+    path: str
+    name: str
+    cells: tuple[Cell, ...]
+    metadata: dict = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def code_cells(self) -> tuple[Cell, ...]:
+        """The code cells, in order."""
+        return tuple(c for c in self.cells if c.is_code)
+
+    def location(self, cell: Cell | None = None, line: int | None = None) -> Location:
+        """A Location in this notebook."""
+        if cell is None:
+            return Location(self.name, line=line)
+        return Location(self.name, cell.index, cell.cell_id, line)

@@ -1,0 +1,26 @@
+"""Syntax checking of converted cell code, with the cell and line of the error."""
+
+from __future__ import annotations
+
+import ast
+
+from nb2cwl.errors import CellSyntaxError, Location
+
+
+def check_syntax(code: str, source: str, where: Location) -> None:
+    """Raise CellSyntaxError naming the cell and line when `code` is not valid Python."""
+    try:
+        ast.parse(code)
+    except SyntaxError as exc:
+        line = exc.lineno
+        text = ""
+        if line is not None:
+            lines = source.splitlines()
+            if 0 < line <= len(lines):
+                text = f": {lines[line - 1].strip()[:80]}"
+        message = f"SyntaxError: {exc.msg}{text}"
+        raise CellSyntaxError(message, Location(where.notebook, where.cell_index,
+                                                where.cell_id, line)) from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        kind = type(exc).__name__
+        raise CellSyntaxError(f"the cell cannot be parsed ({kind})", where) from None

@@ -1,0 +1,98 @@
+"""Read a notebook file with nbformat, validate it and turn it into front-end cells."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+
+import nbformat
+
+from nb2cwl.errors import Location, NotebookFormatError
+from nb2cwl.frontend.magics import convert_cell
+from nb2cwl.frontend.model import Cell, Notebook
+from nb2cwl.frontend.parse import check_syntax
+
+_SAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def read_notebook(path: str) -> Notebook:
+    """Read, validate and convert `path`; raise NotebookFormatError or CellSyntaxError."""
+    name = os.path.basename(path)
+    where = Location(name)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise NotebookFormatError(f"cannot read the notebook: {exc.strerror}", where) from None
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text)
+    except UnicodeDecodeError:
+        raise NotebookFormatError("not a notebook: the file is not UTF-8 text", where) from None
+    except json.JSONDecodeError as exc:
+        raise NotebookFormatError(
+            f"not a notebook: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+            where,
+        ) from None
+    if not isinstance(data, dict) or "cells" not in data and "worksheets" not in data:
+        raise NotebookFormatError("not a notebook: the JSON has no 'cells'", where)
+    major = data.get("nbformat")
+    if major != 4:
+        if major == 3:
+            hint = "upgrade it with: jupyter nbconvert --to notebook --nbformat 4"
+        else:
+            hint = "nb2cwl reads nbformat 4 notebooks"
+        raise NotebookFormatError(f"unsupported nbformat version {major!r}: {hint}", where)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nb = nbformat.reads(text, as_version=4)
+            nbformat.validate(nb)
+    except nbformat.ValidationError as exc:
+        field = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        first = str(exc.message).splitlines()[0][:200]
+        raise NotebookFormatError(f"invalid notebook at {field}: {first}", where) from None
+    except Exception as exc:  # nbformat raises assorted errors on malformed documents
+        raise NotebookFormatError(f"invalid notebook: {exc}", where) from None
+    _check_kernel(nb, where)
+    cells = tuple(_make_cell(nb_cell, index, name) for index, nb_cell in enumerate(nb.cells))
+    notebook = Notebook(path=os.path.abspath(path), name=name, cells=cells, metadata=nb.metadata)
+    if not any(c.is_code and c.source.strip() for c in cells):
+        raise NotebookFormatError("the notebook has no code to run (no non-empty code cell)", where)
+    return notebook
+
+
+def _check_kernel(nb: nbformat.NotebookNode, where: Location) -> None:
+    spec = nb.metadata.get("kernelspec", {}) or {}
+    info = nb.metadata.get("language_info", {}) or {}
+    language = (spec.get("language") or info.get("name") or "python").lower()
+    if language != "python":
+        kernel = spec.get("name") or language
+        raise NotebookFormatError(
+            f"the notebook's kernel is {kernel!r} ({language}); nb2cwl compiles Python notebooks",
+            where,
+        )
+
+
+def _make_cell(nb_cell: nbformat.NotebookNode, index: int, notebook: str) -> Cell:
+    source = nb_cell.get("source", "")
+    if isinstance(source, list):
+        source = "".join(source)
+    cell_id = str(nb_cell.get("id") or f"cell-{index}")
+    metadata = dict(nb_cell.get("metadata", {}))
+    tags = tuple(str(t) for t in metadata.get("tags", []) or [])
+    if nb_cell.get("cell_type") != "code":
+        return Cell(index, cell_id, str(nb_cell.get("cell_type")), source, tags=tags,
+                    metadata=metadata)
+    where = Location(notebook, index, cell_id)
+    code, magics = convert_cell(source, where)
+    check_syntax(code, source, where)
+    return Cell(index, cell_id, "code", source, code, tags, metadata, magics)
+
+
+def safe_name(text: str) -> str:
+    """`text` reduced to characters safe in CWL ids and file names."""
+    cleaned = _SAFE_ID.sub("_", text).strip("_")
+    return cleaned or "x"

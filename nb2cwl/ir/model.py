@@ -1,0 +1,127 @@
+"""The workflow IR: steps, their ports and the edges between them. Later layers read only this."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class CellCode:
+    """A cell a step runs: its notebook position, its Python code and original source."""
+
+    index: int
+    cell_id: str
+    code: str
+    source: str
+    execution_count: int
+    quiet: bool = False  # the cell ends with ';': no execute_result, as in IPython
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A definition (import, def, class) a step re-executes instead of loading a value."""
+
+    key: str
+    cell_index: int
+    names: tuple[str, ...]
+    code: str
+    requires: tuple[str, ...] = ()  # keys of other Replays needed first
+
+
+@dataclass(frozen=True)
+class StepInput:
+    """A value a step loads: variable, `rng:*` state or `file:<path>`, and where it comes from.
+
+    `producer` is the producing step's name, or None for a file beside the notebook
+    (a workflow input).
+    """
+
+    var: str
+    producer: str | None
+    producer_cell: int | None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One CWL step: one or more notebook cells run in one process."""
+
+    name: str
+    cells: tuple[CellCode, ...]
+    inputs: tuple[StepInput, ...]
+    outputs: tuple[str, ...]  # values later steps load (variables, rng:*, file:*)
+    replay: tuple[str, ...]  # Replay keys run before the cells, in order
+    alias_groups: tuple[tuple[str, ...], ...] = ()
+    writes_files: bool = False  # capture the files the step creates or changes
+    sees_all_files: bool = False  # the step may touch any file: stage every earlier file
+    target: str | None = None  # deployment name, when the user bound the step to one
+    reasons: tuple[str, ...] = ()  # why the step has this shape (merges, fusions, fallbacks)
+
+    @property
+    def first_cell(self) -> int:
+        """Index of the step's first cell."""
+        return self.cells[0].index
+
+    def depends_on(self) -> tuple[str, ...]:
+        """Names of the steps this step loads values from."""
+        return tuple(sorted({i.producer for i in self.inputs if i.producer is not None}))
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A value flowing from the cell that last defined it to a cell that reads it."""
+
+    var: str
+    producer_cell: int | None
+    consumer_cell: int
+
+
+@dataclass(frozen=True)
+class CellView:
+    """How one notebook cell appears in the workflow (for explain, graph and assembly)."""
+
+    index: int
+    cell_id: str
+    cell_type: str
+    role: str  # "step", "definitions" (replayed where needed), "skipped", "markdown", "empty"
+    step: str | None
+    inputs: tuple[tuple[str, int | None], ...] = ()
+    replayed_from: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """A place where nb2cwl chose the safe sequential form, and why."""
+
+    cell: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """The whole compiled notebook."""
+
+    notebook_name: str
+    notebook_path: str
+    steps: tuple[Step, ...]
+    replays: tuple[Replay, ...]
+    edges: tuple[Edge, ...]
+    cells: tuple[CellView, ...]
+    external_files: tuple[tuple[str, str], ...] = ()  # (relative path, "File"|"Directory")
+    skeletons: tuple[str, ...] = ()
+    fallbacks: tuple[Fallback, ...] = ()
+    diagnostics: tuple = field(default=())
+
+    def step(self, name: str) -> Step:
+        """The step called `name`."""
+        for step in self.steps:
+            if step.name == name:
+                return step
+        raise KeyError(name)
+
+    def replay(self, key: str) -> Replay:
+        """The Replay with `key`."""
+        for replay in self.replays:
+            if replay.key == key:
+                return replay
+        raise KeyError(key)

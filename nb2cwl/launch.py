@@ -1,0 +1,115 @@
+"""Run a compiled workflow with StreamFlow: progress while it runs, a summary at the end."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nb2cwl.backends.cwl import executed_name
+from nb2cwl.errors import RunError
+from nb2cwl.ir.model import Workflow
+
+_COMPLETED = re.compile(r"COMPLETED Step /(\S+)")
+_FAILED = re.compile(r"FAILED (?:Step|Job) /(\S+)")
+
+
+@dataclass
+class RunSummary:
+    """What a finished run produced."""
+
+    results_dir: str
+    executed_notebook: str
+    seconds: float
+    steps_done: list[str] = field(default_factory=list)
+    written_files: list[str] = field(default_factory=list)
+
+
+def next_results_dir(out_dir: str) -> str:
+    """A new runs/<n> folder under the output directory: earlier results are never replaced."""
+    runs = Path(out_dir) / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    taken = [int(p.name) for p in runs.iterdir() if p.name.isdigit()]
+    return str(runs / str(max(taken, default=0) + 1))
+
+
+def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
+                 debug: bool = False) -> RunSummary:
+    """Run `out_dir/streamflow.yml`; raise RunError with the failing cell when a step fails."""
+    results = next_results_dir(out_dir)
+    env = dict(os.environ)
+    # steps run `python3` from PATH: make it this environment's interpreter
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    command = [sys.executable, "-m", "streamflow", "run", "--outdir", results,
+               os.path.join(out_dir, "streamflow.yml")]
+    total = len(workflow.steps) + 1
+    done: list[str] = []
+    log: list[str] = []
+    start = time.monotonic()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, env=env, start_new_session=True)
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            log.append(line)
+            if debug:
+                sys.stderr.write(line)
+            match = _COMPLETED.search(line)
+            if match and match.group(1) not in done:
+                done.append(match.group(1))
+                if not quiet:
+                    cells = _cells_of(workflow, match.group(1))
+                    print(f"[{len(done)}/{total}] {match.group(1)} done{cells}", flush=True)
+        status = process.wait()
+    except KeyboardInterrupt:
+        _stop(process)
+        raise RunError("interrupted: the workflow was stopped; finished steps' results are "
+                       f"in {results}") from None
+    seconds = time.monotonic() - start
+    if status != 0:
+        raise RunError(_failure(log, status))
+    notebook = os.path.join(results, executed_name(workflow))
+    written_root = os.path.join(results, "written-files")
+    written = sorted(
+        os.path.relpath(os.path.join(d, f), written_root)
+        for d, _, fs in os.walk(written_root) for f in fs
+    )
+    return RunSummary(results, notebook, seconds, done, written)
+
+
+def _cells_of(workflow: Workflow, name: str) -> str:
+    for step in workflow.steps:
+        if step.name == name:
+            return " (cell " + ", ".join(str(c.index) for c in step.cells) + ")"
+    return ""
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=10)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _failure(log: list[str], status: int) -> str:
+    text = "".join(log)
+    found = re.search(r"nb2cwl: step \S+ failed at .*?(?=\n\S*\d{4}-\d\d-\d\d |\Z)", text,
+                      re.S)
+    if found:
+        return found.group(0).strip()
+    transfer = re.search(r"nb2cwl: .*", text)
+    if transfer:
+        return transfer.group(0).strip()
+    tail = "".join(log[-15:]).strip()
+    return f"StreamFlow exited with status {status}:\n{tail}"

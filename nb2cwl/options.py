@@ -1,0 +1,14 @@
+"""Options that change how a notebook is compiled."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What the user asked for on the command line (or through the API)."""
+
+    fuse: bool = False  # merge linear chains of steps that gain no parallelism
+    python: str = "python3"  # interpreter the steps run with (found on PATH at run time)
+    force: bool = False  # write into an existing directory holding other files

@@ -1,0 +1,180 @@
+"""Build the workflow IR from the dataflow: one step per code cell, merged as the user asks."""
+
+from __future__ import annotations
+
+import re
+
+from nb2cwl.analysis.dataflow import Dataflow
+from nb2cwl.errors import DirectiveError
+from nb2cwl.frontend.reader import safe_name
+from nb2cwl.ir.model import CellCode, CellView, Edge, Replay, Step, StepInput, Workflow
+
+
+def build_workflow(flow: Dataflow) -> Workflow:
+    """One step per code cell (definition-only cells are replayed, not run as steps)."""
+    notebook = flow.analysis.notebook
+    groups: dict[str, list[int]] = {}  # step name -> cell indices
+    step_of: dict[int, str] = {}
+    counts: dict[int, int] = {}
+    count = 0
+    for cell_flow in flow.cells:
+        analysis = cell_flow.analysis
+        count += 1
+        counts[analysis.cell.index] = count
+        if analysis.definition_only and analysis.directives.step_name is None:
+            continue
+        wanted = analysis.directives.step_name
+        name = _step_name(wanted) if wanted else f"cell_{analysis.cell.index}"
+        groups.setdefault(name, []).append(analysis.cell.index)
+        step_of[analysis.cell.index] = name
+    replays: dict[str, Replay] = {}
+    for cell_flow in flow.cells:
+        for definition in cell_flow.replay:
+            _collect_replay(definition, replays)
+        for definition in cell_flow.analysis.definitions.values():
+            _collect_replay(definition, replays)
+    steps = [
+        _make_step(name, indices, flow, step_of, counts)
+        for name, indices in groups.items()
+    ]
+    _check_merges(flow, step_of, notebook.name)
+    edges = tuple(
+        Edge(item.var, item.producer, cell_flow.index)
+        for cell_flow in flow.cells
+        for item in cell_flow.inputs
+    )
+    views = _cell_views(flow, step_of)
+    steps.sort(key=lambda s: s.first_cell)
+    return Workflow(
+        notebook_name=notebook.name,
+        notebook_path=notebook.path,
+        steps=tuple(steps),
+        replays=tuple(sorted(replays.values(), key=_replay_position)),
+        edges=edges,
+        cells=views,
+        external_files=tuple(sorted(flow.external_files.items())),
+        diagnostics=tuple(flow.diagnostics),
+    )
+
+
+def _make_step(
+    name: str, indices: list[int], flow: Dataflow, step_of: dict[int, str],
+    counts: dict[int, int],
+) -> Step:
+    cells = [flow.cell(i) for i in indices]
+    inside = set(indices)
+    inputs: dict[str, StepInput] = {}
+    replay: dict[str, None] = {}
+    outputs: set[str] = set()
+    groups: set[tuple[str, ...]] = set()
+    target = None
+    for cell_flow in cells:
+        analysis = cell_flow.analysis
+        for item in cell_flow.inputs:
+            if item.producer in inside:
+                continue
+            producer = step_of.get(item.producer) if item.producer is not None else None
+            inputs.setdefault(item.var, StepInput(item.var, producer, item.producer))
+        for definition in cell_flow.replay:
+            replay[definition.key] = None
+        for other in flow.cells:
+            if other.index in inside:
+                continue
+            for item in other.inputs:
+                if item.producer == cell_flow.index:
+                    outputs.add(item.var)
+        groups |= {tuple(sorted(g)) for g in analysis.alias_groups}
+        target = target or analysis.directives.target
+    writes_files = any(c.analysis.effects.file_writes or c.analysis.effects.opaque_io
+                       for c in cells) or any(v.startswith("file:") for v in outputs)
+    sees_all = any(c.analysis.effects.opaque_io for c in cells)
+    code = tuple(
+        CellCode(c.index, c.analysis.cell.cell_id, c.analysis.cell.code, c.analysis.cell.source,
+                 counts[c.index], _quiet(c.analysis.cell.source))
+        for c in cells
+    )
+    reasons = (f"cells {', '.join(map(str, indices))} merged by tag nb2cwl:step={name}",) \
+        if len(indices) > 1 else ()
+    kept_groups = tuple(g for g in sorted(groups) if len(set(g) & outputs) > 1)
+    return Step(name, code, tuple(sorted(inputs.values(), key=lambda i: i.var)),
+                tuple(sorted(outputs)), tuple(replay), kept_groups, writes_files, sees_all,
+                target, reasons)
+
+
+def _check_merges(flow: Dataflow, step_of: dict[int, str], notebook: str) -> None:
+    """A merged step must not hand an outside cell a value a later cell in it overwrote."""
+    for cell_flow in flow.cells:
+        for item in cell_flow.inputs:
+            if item.producer is None:
+                continue
+            step = step_of.get(item.producer)
+            if step is None or step_of.get(cell_flow.index) == step:
+                continue
+            later = [c for c in flow.cells if step_of.get(c.index) == step
+                     and c.index > item.producer and _defines(c, item.var)]
+            if later:
+                raise DirectiveError(
+                    f"cells tagged nb2cwl:step={step} cannot run as one step: cell "
+                    f"{cell_flow.index} needs {item.var} as cell {item.producer} left it, but "
+                    f"cell {later[0].index} in the same step changes it afterwards",
+                    flow.analysis.notebook.location(cell_flow.analysis.cell))
+
+
+def _defines(cell_flow, var: str) -> bool:  # noqa: ANN001
+    fx = cell_flow.analysis.effects
+    if var.startswith("file:"):
+        return var[5:] in fx.file_writes
+    return var in fx.writes or var in fx.mutates or var in fx.deletes or var in fx.rng
+
+
+def _cell_views(flow: Dataflow, step_of: dict[int, str]) -> tuple[CellView, ...]:
+    by_index = {c.index: c for c in flow.cells}
+    views: list[CellView] = []
+    for cell in flow.analysis.notebook.cells:
+        if not cell.is_code:
+            views.append(CellView(cell.index, cell.cell_id, cell.cell_type, "markdown", None))
+            continue
+        cell_flow = by_index.get(cell.index)
+        if cell_flow is None:
+            role = "empty" if not cell.code.strip() else "skipped"
+            views.append(CellView(cell.index, cell.cell_id, "code", role, None))
+            continue
+        analysis = cell_flow.analysis
+        role = "step" if cell.index in step_of else "definitions"
+        notes = [f"line {line}: {text}" if line else text for line, text in analysis.effects.notes]
+        notes += [f"line {line}: {text}" if line else text
+                  for line, text in analysis.effects.opaque_io]
+        views.append(CellView(
+            cell.index, cell.cell_id, "code", role, step_of.get(cell.index),
+            tuple((i.var, i.producer) for i in cell_flow.inputs),
+            tuple(sorted({d.cell_index for d in cell_flow.replay})),
+            tuple(notes),
+        ))
+    return tuple(views)
+
+
+def _collect_replay(definition, into: dict[str, Replay]) -> None:  # noqa: ANN001
+    if definition.key in into:
+        return
+    for required in definition.requires:
+        _collect_replay(required, into)
+    into[definition.key] = Replay(definition.key, definition.cell_index, definition.names,
+                                  definition.code, tuple(r.key for r in definition.requires))
+
+
+def _replay_position(replay: Replay) -> tuple[int, int]:
+    cell, number = replay.key.split(":")
+    return int(cell), int(number)
+
+
+def _step_name(wanted: str) -> str:
+    name = safe_name(wanted).replace("-", "_")
+    if not re.match(r"[A-Za-z]", name):
+        name = "step_" + name
+    return name
+
+
+def _quiet(source: str) -> bool:
+    lines = [line.split("#", 1)[0].rstrip() for line in source.rstrip().splitlines()]
+    lines = [line for line in lines if line]
+    return bool(lines) and lines[-1].endswith(";")

@@ -1,0 +1,276 @@
+"""Saving and loading the values that flow between steps, by type.
+
+numpy arrays go to .npy, pandas objects to pandas' pickle format, Keras models to .keras, and
+everything else through cloudpickle. Values that may share objects (aliases) are saved in one
+pickle so that, loaded again, they still share them. Classes and functions a later step replays
+from the notebook are pickled by reference, so instances keep their class identity.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+import types
+from collections.abc import Callable, Iterable
+from typing import Any
+
+try:
+    import cloudpickle
+
+    _BasePickler: Any = cloudpickle.Pickler
+except ImportError:  # plain pickle still handles module-level classes and most data
+    cloudpickle = None
+    _BasePickler = pickle.Pickler
+
+INDEX = "index.json"
+RNG_FILES = {"rng:random": "rng-random.pkl", "rng:numpy": "rng-numpy.pkl"}
+
+
+class TransferError(Exception):
+    """A value could not be saved or loaded; the message says which and what to do."""
+
+
+class _Pickler(_BasePickler):  # type: ignore[misc, valid-type]
+    def __init__(self, file: Any, replayable: set[str]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.replayable = replayable
+        self.needs: set[str] = set()
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, (type, types.FunctionType)) and obj.__module__ == "__main__":
+            top = getattr(obj, "__qualname__", "").split(".")[0]
+            main = sys.modules.get("__main__")
+            if top in self.replayable and _resolve(main, obj.__qualname__) is obj:
+                self.needs.add(top)
+                return NotImplemented  # pickle by reference: the loading step replays it
+        parent = getattr(super(), "reducer_override", None)
+        return parent(obj) if parent is not None else NotImplemented
+
+
+def _resolve(module: Any, qualname: str) -> Any:
+    target = module
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            return None
+    return target
+
+
+def save_values(
+    namespace: dict[str, Any],
+    names: Iterable[str],
+    groups: Iterable[Iterable[str]],
+    directory: str,
+    replayable: set[str],
+) -> None:
+    """Save `names` from `namespace` (and rng:* state) into `directory` with an index."""
+    os.makedirs(directory, exist_ok=True)
+    index: dict[str, dict[str, Any]] = {}
+    wanted = [n for n in names if not n.startswith("file:")]
+    for state in [n for n in wanted if n.startswith("rng:")]:
+        _save_rng(state, directory)
+        index[state] = {"file": RNG_FILES[state], "format": "rng"}
+    present = [n for n in wanted if not n.startswith("rng:") and n in namespace]
+    for group in _groups(namespace, present, groups):
+        if len(group) == 1:
+            name = group[0]
+            index[name] = _save_one(name, namespace[name], directory, replayable)
+        else:
+            file_name = "group-" + "-".join(group)[:80] + ".pkl"
+            needs = _pickle({n: namespace[n] for n in group}, os.path.join(directory, file_name),
+                            replayable, ", ".join(group))
+            for name in group:
+                index[name] = {"file": file_name, "format": "group", "needs": needs}
+    with open(os.path.join(directory, INDEX), "w", encoding="utf-8") as handle:
+        json.dump(index, handle, indent=1, sort_keys=True)
+
+
+def _groups(namespace: dict[str, Any], present: list[str],
+            declared: Iterable[Iterable[str]]) -> list[list[str]]:
+    parent = {n: n for n in present}
+
+    def find(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    def union(a: str, b: str) -> None:
+        parent[find(a)] = find(b)
+
+    for group in declared:
+        members = [n for n in group if n in parent]
+        for other in members[1:]:
+            union(members[0], other)
+    by_id: dict[int, str] = {}
+    for name in present:
+        value = namespace[name]
+        if isinstance(value, (int, float, str, bytes, bool, type(None))):
+            continue  # immutable: sharing cannot be observed
+        if id(value) in by_id:
+            union(name, by_id[id(value)])
+        else:
+            by_id[id(value)] = name
+    result: dict[str, list[str]] = {}
+    for name in present:
+        result.setdefault(find(name), []).append(name)
+    return [sorted(g) for g in result.values()]
+
+
+def _save_one(name: str, value: Any, directory: str, replayable: set[str]) -> dict[str, Any]:
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and type(value) is numpy.ndarray and value.dtype != object:
+        file_name = f"{name}.npy"
+        numpy.save(os.path.join(directory, file_name), value, allow_pickle=False)
+        return {"file": file_name, "format": "npy"}
+    pandas = sys.modules.get("pandas")
+    if pandas is not None and isinstance(value, (pandas.DataFrame, pandas.Series)):
+        file_name = f"{name}.pandas.pkl"
+        try:
+            value.to_pickle(os.path.join(directory, file_name))
+            return {"file": file_name, "format": "pandas"}
+        except Exception:  # object columns holding unpicklable things: try cloudpickle
+            pass
+    if _is_keras_model(value):
+        file_name = f"{name}.keras"
+        value.save(os.path.join(directory, file_name))
+        return {"file": file_name, "format": "keras"}
+    file_name = f"{name}.pkl"
+    needs = _pickle(value, os.path.join(directory, file_name), replayable, name)
+    return {"file": file_name, "format": "pickle", "needs": needs}
+
+
+def _is_keras_model(value: Any) -> bool:
+    module = type(value).__module__ or ""
+    if not (module.startswith("keras") or module.startswith("tf_keras")):
+        return False
+    return any(c.__name__ in ("Model", "Sequential", "Functional") for c in type(value).__mro__)
+
+
+def _pickle(value: Any, path: str, replayable: set[str], label: str) -> list[str]:
+    try:
+        with open(path, "wb") as handle:
+            pickler = _Pickler(handle, replayable)
+            pickler.dump(value)
+    except Exception as exc:
+        os.unlink(path)
+        kind = type(value).__name__ if not isinstance(value, dict) else "values"
+        raise TransferError(
+            f"cannot pass {label} ({kind}) to later steps: {type(exc).__name__}: {exc}. "
+            "Values such as generators, open files, locks, sockets and database connections "
+            "cannot be saved: create the value in the cell that uses it, or tag the cells "
+            "nb2cwl:step=<name> so they run in one step."
+        ) from exc
+    return sorted(pickler.needs)
+
+
+def _save_rng(state: str, directory: str) -> None:
+    if state == "rng:random":
+        import random
+
+        value: Any = random.getstate()
+    else:
+        import numpy
+
+        value = numpy.random.get_state()
+    with open(os.path.join(directory, RNG_FILES[state]), "wb") as handle:
+        pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load_values(
+    directory: str,
+    names: Iterable[str],
+    namespace: dict[str, Any],
+    ensure_defined: Callable[[list[str]], None],
+) -> None:
+    """Bind `names` saved in `directory` into `namespace`; a missing value is left unbound."""
+    with open(os.path.join(directory, INDEX), encoding="utf-8") as handle:
+        index: dict[str, dict[str, Any]] = json.load(handle)
+    groups: dict[str, dict[str, Any]] = {}
+    for name in names:
+        entry = index.get(name)
+        if entry is None:
+            continue  # the producing cell did not define it (e.g. only under an if)
+        path = os.path.join(directory, entry["file"])
+        kind = entry["format"]
+        ensure_defined(list(entry.get("needs", [])))
+        if kind == "rng":
+            _load_rng(name, path)
+        elif kind == "npy":
+            import numpy
+
+            namespace[name] = numpy.load(path, allow_pickle=False)
+        elif kind == "pandas":
+            import pandas
+
+            namespace[name] = pandas.read_pickle(path)
+        elif kind == "keras":
+            import keras
+
+            namespace[name] = keras.models.load_model(path)
+        elif kind == "group":
+            if entry["file"] not in groups:
+                groups[entry["file"]] = _unpickle(path, namespace)
+            namespace[name] = groups[entry["file"]][name]
+        else:
+            namespace[name] = _unpickle(path, namespace)
+
+
+def _unpickle(path: str, namespace: dict[str, Any] | None = None) -> Any:
+    with open(path, "rb") as handle:
+        if namespace is None:
+            return pickle.load(handle)
+        return _LiveUnpickler(handle, namespace).load()
+
+
+class _LiveUnpickler(pickle.Unpickler):
+    """Functions from the notebook's namespace get the step's live namespace as globals.
+
+    cloudpickle rebuilds a function with a snapshot of the globals it used when pickled; in
+    Jupyter a function sees the globals as they are when it is called (late binding). Snapshot
+    values only fill names the step has not bound (a loaded or assigned value always wins).
+    """
+
+    def __init__(self, file: Any, namespace: dict[str, Any]) -> None:
+        super().__init__(file)
+        self.namespace = namespace
+
+    def find_class(self, module: str, name: str) -> Any:
+        found = super().find_class(module, name)
+        if not module.startswith("cloudpickle"):
+            return found
+        live = self.namespace
+        if name == "_make_function":
+            def make_function(code: Any, globals_: dict, *rest: Any) -> Any:
+                if globals_.get("__name__") == "__main__":
+                    globals_ = live
+                return found(code, globals_, *rest)
+
+            return make_function
+        if name == "_function_setstate":
+            def setstate(obj: Any, state: Any) -> Any:
+                if obj.__globals__ is live:
+                    plain, slots = state
+                    slots = dict(slots)
+                    for key, value in slots.pop("__globals__").items():
+                        live.setdefault(key, value)
+                    slots["__globals__"] = {}
+                    state = (plain, slots)
+                return found(obj, state)
+
+            return setstate
+        return found
+
+
+def _load_rng(state: str, path: str) -> None:
+    value = _unpickle(path)
+    if state == "rng:random":
+        import random
+
+        random.setstate(value)
+    else:
+        import numpy
+
+        numpy.random.set_state(value)

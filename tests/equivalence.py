@@ -1,0 +1,68 @@
+"""Helpers to compare a notebook run top to bottom in Jupyter with the compiled workflow."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+")
+
+
+def text_outputs(cell: dict) -> list[str]:
+    """A code cell's outputs as comparable text: stream text and text/plain, normalised."""
+    texts: list[str] = []
+    for output in cell.get("outputs", []):
+        kind = output["output_type"]
+        if kind == "stream":
+            texts.append(f"{output['name']}: {output['text']}")
+        elif kind in ("execute_result", "display_data"):
+            data = output.get("data", {})
+            texts.append(f"{kind}: {data.get('text/plain', '')}")
+        elif kind == "error":
+            texts.append(f"error: {output['ename']}: {output['evalue']}")
+    joined = "".join(texts)
+    return [_ADDRESS.sub("0xADDR", joined)]
+
+
+def per_cell(notebook: dict) -> dict[int, list[str]]:
+    """Text outputs of every code cell, by cell index."""
+    return {i: text_outputs(c) for i, c in enumerate(notebook["cells"])
+            if c["cell_type"] == "code"}
+
+
+def run_with_nbclient(source: Path, workdir: Path) -> dict[int, list[str]]:
+    """Run a copy of `source` top to bottom in a fresh directory; return its text outputs."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    target = workdir / source.name
+    shutil.copyfile(source, target)
+    nb = nbformat.read(target, as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(workdir)}}).execute()
+    return per_cell(nb)
+
+
+def run_with_workflow(source: Path, workdir: Path, *extra: str) -> tuple[dict[int, list[str]],
+                                                                          Path]:
+    """Compile and run a copy of `source` with `nb2cwl run`; return outputs and results dir."""
+    from nb2cwl.cli import main
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    target = workdir / source.name
+    shutil.copyfile(source, target)
+    out = workdir / "wf"
+    old = os.environ.get("PATH", "")
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + old
+    try:
+        status = main(["run", str(target), "-o", str(out), "--quiet", *extra])
+    finally:
+        os.environ["PATH"] = old
+    assert status == 0, f"nb2cwl run failed for {source.name}"
+    results = sorted((out / "runs").iterdir(), key=lambda p: int(p.name))[-1]
+    executed = next(results.glob("*.executed.ipynb"))
+    return per_cell(nbformat.read(executed, as_version=4)), results
