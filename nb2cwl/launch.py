@@ -45,7 +45,9 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     env = dict(os.environ)
     # steps run `python3` from PATH: make it this environment's interpreter
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    command = [sys.executable, "-m", "streamflow", "run", "--outdir", results,
+    # not `python -m streamflow`: that entry point drops the exit status (0.2.0rc3)
+    command = [sys.executable, "-c", "import sys; from streamflow.main import run; "
+               "sys.exit(run())", "run", "--outdir", results,
                os.path.join(out_dir, "streamflow.yml")]
     total = len(workflow.steps) + 1
     done: list[str] = []

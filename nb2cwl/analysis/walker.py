@@ -15,24 +15,15 @@ from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects, FunctionSummary
+from nb2cwl.analysis.file_effects import FileEffects, looks_like_path
+from nb2cwl.analysis.names import chain_has_call, root_name, value_roots
 from nb2cwl.analysis.state import NamespaceState
+from nb2cwl.analysis.value_types import CONTAINERS_OF_KNOWN, ValueTypes
 
 BUILTIN_NAMES = frozenset(dir(builtins)) | {"get_ipython", "display", "__name__", "__file__"}
 TypeInferrer = Callable[[nodes.NodeNG], "str | None"]
 
-_NUMPY_ARRAY_FUNCS = frozenset(
-    {"array", "asarray", "zeros", "ones", "empty", "full", "arange", "linspace", "eye",
-     "identity", "concatenate", "stack", "vstack", "hstack", "load", "loadtxt", "genfromtxt",
-     "dot", "matmul", "where", "sqrt", "exp", "log", "abs", "cumsum", "diff", "sort",
-     "zeros_like", "ones_like", "full_like", "random.rand", "random.randn", "random.random",
-     "random.normal", "random.uniform", "random.randint", "random.choice", "random.permutation"}
-)
-
-
-_CONTAINERS_OF_KNOWN = frozenset({"numpy.ndarray", "pandas.DataFrame", "pandas.Series"})
-
-
-class EffectWalker:
+class EffectWalker(FileEffects, ValueTypes):
     """Walks statements in order and accumulates their Effects."""
 
     def __init__(
@@ -388,7 +379,7 @@ class EffectWalker:
         if isinstance(node, nodes.Name):
             self.read(node.name)
         elif isinstance(node, nodes.Const):
-            if isinstance(node.value, str) and _looks_like_path(node.value):
+            if isinstance(node.value, str) and looks_like_path(node.value):
                 self.fx.literals.add(node.value)
         elif isinstance(node, nodes.Call):
             self.call(node)
@@ -493,17 +484,16 @@ class EffectWalker:
         if method in kb.MUTATING_METHODS or inplace:
             self.mutate(root, line, f".{method}()")
             return
-        if _chain_has_call(receiver):
+        if chain_has_call(receiver):
             return
         self._apply_methods_named(method)
         if self.function_mode:
             self.mutate(root, line, f".{method}() on a value of unknown type")
             return
         kind = self.type_of(receiver)
-        if kind is None and not isinstance(receiver, nodes.Name):
-            # an element or column of an array or frame is itself an array or frame
-            if self.state.types.get(root) in _CONTAINERS_OF_KNOWN:
-                kind = "numpy.ndarray"
+        element = kind is None and not isinstance(receiver, nodes.Name)
+        if element and self.state.types.get(root) in CONTAINERS_OF_KNOWN:
+            kind = "numpy.ndarray"  # an element or column of an array or frame is one too
         if kind is not None and (kind in kb.KNOWN_TYPES or kind in kb.IMMUTABLE_TYPES):
             return
         if kind == "module":
@@ -518,52 +508,6 @@ class EffectWalker:
         for name, summary in list(self.state.functions.items()):
             if summary.is_class and method in summary.methods:
                 self.apply_use(name)
-
-    def type_of(self, node: nodes.NodeNG) -> str | None:
-        """The qualified type of an expression's value, when known."""
-        if isinstance(node, nodes.Name):
-            known = self.state.types.get(node.name)
-            if known:
-                return known
-        if self.infer_type is not None:
-            return self.infer_type(node)
-        return None
-
-    def syntactic_type(self, value: nodes.NodeNG) -> str | None:
-        """The type of an assigned value read off its syntax (no inference)."""
-        if isinstance(value, (nodes.List, nodes.ListComp)):
-            return "builtins.list"
-        if isinstance(value, (nodes.Dict, nodes.DictComp)):
-            return "builtins.dict"
-        if isinstance(value, (nodes.Set, nodes.SetComp)):
-            return "builtins.set"
-        if isinstance(value, nodes.Tuple):
-            return "builtins.tuple"
-        if isinstance(value, nodes.JoinedStr):
-            return "builtins.str"
-        if isinstance(value, nodes.BinOp) and value.op in ("+", "%"):
-            sides = {self.syntactic_type(value.left), self.syntactic_type(value.right)}
-            if "builtins.str" in sides and value.op == "+" or (
-                    value.op == "%" and self.syntactic_type(value.left) == "builtins.str"):
-                return "builtins.str"
-        if isinstance(value, nodes.Const):
-            return f"builtins.{type(value.value).__name__}"
-        if isinstance(value, (nodes.Call, nodes.Subscript, nodes.Attribute)):
-            # a method result, item or column of an array or frame is again one
-            root = root_name(value)
-            if root and self.state.types.get(root) in _CONTAINERS_OF_KNOWN:
-                if not isinstance(value, nodes.Call) or isinstance(value.func, nodes.Attribute):
-                    return self.state.types[root]
-        if isinstance(value, nodes.Call):
-            qualified = self.qualify(value.func)
-            if qualified in kb.CONSTRUCTOR_TYPES:
-                return kb.CONSTRUCTOR_TYPES[qualified]
-            if qualified and qualified.startswith("numpy."):
-                if qualified[len("numpy."):] in _NUMPY_ARRAY_FUNCS:
-                    return "numpy.ndarray"
-            if qualified and qualified.startswith("pandas.read_"):
-                return "pandas.DataFrame"
-        return None
 
     def qualify(self, func: nodes.NodeNG) -> str | None:
         """The dotted name a callee resolves to through imports (`np.save` -> numpy.save)."""
@@ -589,80 +533,6 @@ class EffectWalker:
         module, _, attr = qualified.rpartition(".")
         if module in kb.RNG_STATE and attr not in kb.RNG_SAFE[module]:
             self.fx.rng.add(kb.RNG_STATE[module])
-
-    def _files(self, node: nodes.Call, qualified: str | None, line: int) -> None:
-        func = node.func
-        if qualified in ("open", "io.open", "builtins.open"):
-            mode = _argument(node, 1, "mode")
-            mode_text = literal_string(mode, self.state) if mode is not None else "r"
-            self._file_access(_argument(node, 0, "file"), _open_mode(mode_text), line, "open()")
-            return
-        if qualified in kb.FILE_FUNCTIONS:
-            spec = kb.FILE_FUNCTIONS[qualified]
-            self._file_access(_argument(node, spec.position, spec.keyword), spec.mode, line,
-                              qualified + "()")
-            return
-        if qualified in kb.OPAQUE_IO_FUNCTIONS:
-            self.fx.opaque_io.append((line, f"{qualified}() touches files the analysis cannot see"))
-            return
-        if self._ipython_call(node, line):
-            return
-        if isinstance(func, nodes.Attribute) and func.attrname in kb.FILE_METHODS:
-            spec = kb.FILE_METHODS[func.attrname]
-            if func.attrname in ("write_text", "write_bytes", "read_text", "read_bytes"):
-                path = func.expr
-                if isinstance(path, nodes.Call) and path.args:
-                    path = path.args[0]
-                self._file_access(path, spec.mode, line, f".{func.attrname}()")
-                return
-            argument = _argument(node, spec.position, spec.keyword)
-            if argument is None and func.attrname in kb.OPTIONAL_PATH_METHODS:
-                return
-            root = root_name(func.expr)
-            if root in self.state.imports and qualified not in kb.FILE_FUNCTIONS:
-                if func.attrname in ("save", "load"):
-                    # a module-level save/load we do not know (joblib-like): be careful
-                    self._file_access(argument, spec.mode, line, f"{qualified}()")
-                return
-            self._file_access(argument, spec.mode, line, f".{func.attrname}()")
-
-    def _ipython_call(self, node: nodes.Call, line: int) -> bool:
-        func = node.func
-        if not (isinstance(func, nodes.Attribute) and isinstance(func.expr, nodes.Call)
-                and isinstance(func.expr.func, nodes.Name)
-                and func.expr.func.name == "get_ipython"):
-            return False
-        args = [a.value if isinstance(a, nodes.Const) else None for a in node.args]
-        if func.attrname in ("system", "getoutput"):
-            self.fx.opaque_io.append((line, "a shell command (!...) may read or write any file"))
-        elif func.attrname == "run_cell_magic" and args:
-            name, argument = args[0], args[1] if len(args) > 1 else ""
-            if name == "writefile" and isinstance(argument, str):
-                words = argument.split()
-                append = "-a" in words or "--append" in words
-                paths = [w for w in words if not w.startswith("-")]
-                if len(paths) == 1:
-                    mode = "rw" if append else "w"
-                    self._record_file(paths[0], mode)
-                else:
-                    self.fx.opaque_io.append((line, "%%writefile without a single plain path"))
-            elif name in ("bash", "sh", "script"):
-                self.fx.opaque_io.append((line, f"%%{name} may read or write any file"))
-        return True
-
-    def _file_access(self, argument: nodes.NodeNG | None, mode: str, line: int, what: str) -> None:
-        path = literal_string(argument, self.state) if argument is not None else None
-        if path is None:
-            self.fx.opaque_io.append((line, f"{what} with a path the analysis cannot resolve"))
-            return
-        self._record_file(path, mode)
-
-    def _record_file(self, path: str, mode: str) -> None:
-        if "r" in mode:
-            self.fx.file_reads.add(path)
-        if "w" in mode:
-            self.fx.file_writes.add(path)
-
 
 def summarize_function(
     node: nodes.FunctionDef | nodes.Lambda,
@@ -714,117 +584,3 @@ def summarize_class(
                            frozenset(methods), is_class=True)
 
 
-def root_name(node: nodes.NodeNG | None) -> str | None:
-    """The variable an expression like `a.b[0].c` or `a.f().g` starts from."""
-    while node is not None:
-        if isinstance(node, nodes.Name):
-            return node.name
-        if isinstance(node, (nodes.Attribute, nodes.AssignAttr, nodes.DelAttr)):
-            node = node.expr
-        elif isinstance(node, nodes.Subscript):
-            node = node.value
-        elif isinstance(node, nodes.Call):
-            node = node.func
-        elif isinstance(node, nodes.Starred):
-            node = node.value
-        else:
-            return None
-    return None
-
-
-def value_roots(value: nodes.NodeNG) -> set[str]:
-    """Names whose objects an assigned value may share: `b = a`, `b = a[0]`, `b = [a, c]`."""
-    if isinstance(value, nodes.Name):
-        return {value.name}
-    if isinstance(value, (nodes.Attribute, nodes.Subscript)):
-        root = root_name(value)
-        return {root} if root else set()
-    if isinstance(value, (nodes.List, nodes.Tuple, nodes.Set)):
-        found: set[str] = set()
-        for element in value.elts:
-            found |= value_roots(element)
-        return found
-    if isinstance(value, nodes.Dict):
-        found = set()
-        for _, item in value.items:
-            found |= value_roots(item)
-        return found
-    if isinstance(value, nodes.IfExp):
-        return value_roots(value.body) | value_roots(value.orelse)
-    if isinstance(value, nodes.Starred):
-        return value_roots(value.value)
-    return set()
-
-
-def literal_string(node: nodes.NodeNG | None, state: NamespaceState) -> str | None:
-    """A string the expression certainly evaluates to, or None."""
-    if node is None:
-        return None
-    if isinstance(node, nodes.Const) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, nodes.Name):
-        return state.const_strings.get(node.name)
-    if isinstance(node, nodes.JoinedStr):
-        parts = []
-        for value in node.values:
-            if isinstance(value, nodes.Const):
-                parts.append(str(value.value))
-            elif isinstance(value, nodes.FormattedValue) and value.format_spec is None:
-                inner = literal_string(value.value, state)
-                if inner is None:
-                    return None
-                parts.append(inner)
-            else:
-                return None
-        return "".join(parts)
-    if isinstance(node, nodes.BinOp) and node.op in ("+", "/"):
-        left, right = literal_string(node.left, state), literal_string(node.right, state)
-        if left is None or right is None:
-            return None
-        return left + right if node.op == "+" else f"{left}/{right}"
-    if isinstance(node, nodes.Call):
-        func = node.func
-        name = func.attrname if isinstance(func, nodes.Attribute) else getattr(func, "name", "")
-        if name in ("Path", "PurePath", "PosixPath") and len(node.args) == 1:
-            return literal_string(node.args[0], state)
-        if name == "join" and isinstance(func, nodes.Attribute) and node.args:
-            if root_name(func.expr) in ("os", "path", "osp"):
-                parts = [literal_string(a, state) for a in node.args]
-                if all(p is not None for p in parts):
-                    return "/".join(p.rstrip("/") for p in parts if p)  # type: ignore[union-attr]
-    return None
-
-
-def _argument(node: nodes.Call, position: int, keyword: str | None) -> nodes.NodeNG | None:
-    for item in node.keywords or ():
-        if keyword is not None and item.arg == keyword:
-            return item.value
-    positional = [a for a in node.args if not isinstance(a, nodes.Starred)]
-    if len(positional) == len(node.args) and position < len(positional):
-        return positional[position]
-    return None
-
-
-def _open_mode(mode: str | None) -> str:
-    if mode is None:
-        return "rw"
-    if "+" in mode:
-        return "rw"
-    if "a" in mode:
-        return "rw"
-    if "w" in mode or "x" in mode:
-        return "w"
-    return "r"
-
-
-def _looks_like_path(text: str) -> bool:
-    return (0 < len(text) < 256 and ("." in text or "/" in text) and not any(
-        c.isspace() for c in text) and "://" not in text)
-
-
-def _chain_has_call(node: nodes.NodeNG) -> bool:
-    while isinstance(node, (nodes.Attribute, nodes.Subscript, nodes.Call)):
-        if isinstance(node, nodes.Call):
-            return True
-        node = node.expr if isinstance(node, nodes.Attribute) else node.value
-    return False

@@ -157,7 +157,7 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
         if step.writes_files:
             out.append("files")
         steps.append(cwl.WorkflowStep(id=step.name, run=f"tools/{step.name}.cwl", in_=wiring,
-                                      out=out, label=f"cell(s) "
+                                      out=out, label="cell(s) "
                                       + ", ".join(str(c.index) for c in step.cells)))
     assemble_in = [
         cwl.WorkflowStepInput(id="script", source="script_assemble"),

@@ -1,9 +1,8 @@
-"""Write a compiled workflow into its output directory, never touching files nb2cwl did not write."""
+"""Write a compiled workflow into its output directory; never touch files nb2cwl did not write."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any

@@ -36,7 +36,7 @@ def read_notebook(path: str) -> Notebook:
             f"not a notebook: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
             where,
         ) from None
-    if not isinstance(data, dict) or "cells" not in data and "worksheets" not in data:
+    if not isinstance(data, dict) or ("cells" not in data and "worksheets" not in data):
         raise NotebookFormatError("not a notebook: the JSON has no 'cells'", where)
     major = data.get("nbformat")
     if major != 4:

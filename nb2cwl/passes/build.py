@@ -120,7 +120,7 @@ def _check_merges(flow: Dataflow, step_of: dict[int, str], notebook: str) -> Non
                     flow.analysis.notebook.location(cell_flow.analysis.cell))
 
 
-def _defines(cell_flow, var: str) -> bool:  # noqa: ANN001
+def _defines(cell_flow, var: str) -> bool:
     fx = cell_flow.analysis.effects
     if var.startswith("file:"):
         return var[5:] in fx.file_writes
@@ -153,7 +153,7 @@ def _cell_views(flow: Dataflow, step_of: dict[int, str]) -> tuple[CellView, ...]
     return tuple(views)
 
 
-def _collect_replay(definition, into: dict[str, Replay]) -> None:  # noqa: ANN001
+def _collect_replay(definition, into: dict[str, Replay]) -> None:
     if definition.key in into:
         return
     for required in definition.requires:

@@ -88,7 +88,7 @@ class StepShell:
     def _writefile(self, line: str, cell: str) -> None:
         words = shlex.split(line)
         append = "-a" in words or "--append" in words
-        path = [w for w in words if not w.startswith("-")][0]
+        path = next(w for w in words if not w.startswith("-"))
         path = os.path.expanduser(path)
         exists = os.path.exists(path)
         if exists:

@@ -10,6 +10,7 @@ import json
 import linecache
 import os
 import sys
+import time
 import traceback
 import types
 from typing import Any
@@ -79,7 +80,8 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
                 if name in definition["names"]:
                     replay(key)
 
-    report: dict[str, Any] = {"step": spec["step"], "cells": []}
+    report: dict[str, Any] = {"step": spec["step"], "cells": [], "started": time.time(),
+                              "pid": os.getpid()}
     status = 0
     try:
         for key in spec.get("replay", []):
@@ -112,6 +114,7 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     finally:
         changed = files.capture_changes(root, before, os.path.join(out, "files"))
         report["files"] = changed
+        report["finished"] = time.time()
         with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as handle:
             json.dump(report, handle, indent=1)
     return status

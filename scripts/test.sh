@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install nb2cwl with its test dependencies in .venv, lint, and run the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e ".[test]"
+export PATH="$PWD/.venv/bin:$PATH"   # steps run `python3` from PATH: use this environment
+ruff check nb2cwl tests benchmarks
+status=0
+python -m pytest -q -p no:cacheprovider "$@" || status=$?
+if [ "$status" -eq 5 ]; then
+    echo "no tests were collected" >&2
+    exit 1
+fi
+exit "$status"

@@ -1,0 +1,130 @@
+"""The step runtime: values between steps, failures, figures and random state."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from equivalence import run_with_nbclient, run_with_workflow
+from test_cli import notebook
+
+from nb2cwl.cli import main
+from nb2cwl.runtime import values
+
+
+def _round_trip(namespace: dict, names: list[str], tmp_path: Path, groups=()) -> dict:
+    values.save_values(namespace, names, groups, str(tmp_path), set())
+    loaded: dict = {}
+    values.load_values(str(tmp_path), names, loaded, lambda needed: None)
+    return loaded
+
+
+def test_values_are_saved_by_type(tmp_path: Path) -> None:
+    namespace = {"arr": np.arange(6).reshape(2, 3), "df": pd.DataFrame({"a": [1, 2]}),
+                 "obj": {"k": [1, 2]}, "n": 3}
+    loaded = _round_trip(namespace, list(namespace), tmp_path)
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert index["arr"]["format"] == "npy" and index["df"]["format"] == "pandas"
+    assert index["obj"]["format"] == "pickle"
+    assert (loaded["arr"] == namespace["arr"]).all()
+    assert loaded["df"].equals(namespace["df"])
+    assert loaded["obj"] == namespace["obj"] and loaded["n"] == 3
+
+
+def test_shared_objects_stay_shared(tmp_path: Path) -> None:
+    a = [1, 2]
+    namespace = {"a": a, "b": a, "c": {"inner": a}}
+    loaded = _round_trip(namespace, ["a", "b", "c"], tmp_path, groups=[["a", "c"]])
+    assert loaded["a"] is loaded["b"] is loaded["c"]["inner"]
+
+
+def test_missing_value_stays_unbound(tmp_path: Path) -> None:
+    loaded = _round_trip({"x": 1}, ["x", "never_defined"], tmp_path)
+    assert loaded == {"x": 1}
+
+
+def test_unserializable_value_names_variable_and_remedy(tmp_path: Path) -> None:
+    namespace = {"gen": (i for i in range(3))}
+    with pytest.raises(values.TransferError) as error:
+        values.save_values(namespace, ["gen"], [], str(tmp_path), set())
+    message = str(error.value)
+    assert "gen" in message and "generator" in message and "nb2cwl:step=" in message
+
+
+@pytest.mark.streamflow
+def test_failing_cell_reports_cell_line_and_error(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    path = notebook(tmp_path / "fail.ipynb", ["x = 1", "y = 2\nz = x / 0\nprint(z)", "print(y)"])
+    status = main(["run", str(path), "-o", str(tmp_path / "wf"), "--quiet"])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "fail.ipynb, cell 2" in err and "line 2" in err
+    assert "ZeroDivisionError" in err and "z = x / 0" in err
+
+
+@pytest.mark.streamflow
+def test_random_state_flows_bit_for_bit(tmp_path: Path) -> None:
+    path = notebook(tmp_path / "rng.ipynb", [
+        "import random\nimport numpy as np",
+        "random.seed(3)\nnp.random.seed(4)",
+        "print(repr(random.random()), repr(np.random.rand(2).tolist()))",
+        "print(repr(random.gauss(0, 1)))",
+        "print(repr(np.random.normal(size=3).tolist()))",
+        "print(repr(random.random()), repr(np.random.rand()))",
+    ])
+    jupyter = run_with_nbclient(path, tmp_path / "jupyter")
+    workflow, _ = run_with_workflow(path, tmp_path / "workflow")
+    assert workflow == jupyter
+
+
+@pytest.mark.streamflow
+def test_classes_keep_identity_and_functions_see_live_globals(tmp_path: Path) -> None:
+    path = notebook(tmp_path / "cls.ipynb", [
+        "class Point:\n    def __init__(self, x):\n        self.x = x",
+        "p = Point(2)\nshift = 10\nmove = lambda q: q.x + shift",
+        "shift = 100\nprint(isinstance(p, Point), move(p))",
+        "items = [Point(1), p]\nprint(all(isinstance(i, Point) for i in items))",
+    ])
+    jupyter = run_with_nbclient(path, tmp_path / "jupyter")
+    workflow, _ = run_with_workflow(path, tmp_path / "workflow")
+    assert workflow == jupyter
+    assert "True 102" in workflow[3][0]
+
+
+@pytest.mark.streamflow
+def test_figures_and_written_files_are_outputs(tmp_path: Path) -> None:
+    path = notebook(tmp_path / "fig.ipynb", [
+        "import matplotlib.pyplot as plt",
+        "plt.plot([1, 2, 3])\nplt.savefig('line.png')\nplt.show()\nprint('after')",
+        "import os\nos.makedirs('notes', exist_ok=True)\nopen('notes/n.txt', 'w').write('x')",
+    ])
+    _, results = run_with_workflow(path, tmp_path / "workflow")
+    executed = json.loads(next(results.glob("*.executed.ipynb")).read_text())
+    outputs = executed["cells"][2]["outputs"]
+    kinds = [o["output_type"] for o in outputs]
+    assert kinds[0] == "display_data" and "image/png" in outputs[0]["data"]
+    assert outputs[1]["text"] == "after\n"
+    assert (results / "written-files" / "line.png").stat().st_size > 0
+    assert (results / "written-files" / "notes" / "n.txt").read_text() == "x"
+
+
+def test_step_can_run_without_nb2cwl_installed(tmp_path: Path) -> None:
+    """The generated runtime package works from its copy alone (nb2cwl not importable)."""
+    import subprocess
+
+    path = notebook(tmp_path / "nb.ipynb", ["x = 21", "print(x * 2)"])
+    main([str(path), "-o", str(tmp_path / "wf")])
+    work = tmp_path / "job"
+    work.mkdir()
+    script = tmp_path / "wf" / "steps" / "cell_1.py"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"}
+    result = subprocess.run([sys.executable, "-I", "-S", str(script), "--runtime",
+                             str(tmp_path / "wf" / "nb2cwl_runtime")], cwd=work, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((work / "nb2cwl-out" / "report.json").read_text())
+    assert report["cells"][0]["index"] == 1
