@@ -128,3 +128,11 @@ def test_step_can_run_without_nb2cwl_installed(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     report = json.loads((work / "nb2cwl-out" / "report.json").read_text())
     assert report["cells"][0]["index"] == 1
+
+
+@pytest.mark.streamflow
+def test_notebook_of_definitions_only_still_gives_executed_notebook(tmp_path: Path) -> None:
+    path = notebook(tmp_path / "defs.ipynb", ["import math", "def f(x):\n    return x"])
+    outputs, results = run_with_workflow(path, tmp_path / "workflow")
+    assert outputs == {1: [""], 2: [""]}
+    assert next(results.glob("*.executed.ipynb")).exists()

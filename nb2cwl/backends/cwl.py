@@ -103,7 +103,8 @@ def assemble_tool(workflow: Workflow, python: str) -> cwl.CommandLineTool:
                                   inputBinding=cwl.CommandLineBinding(position=3,
                                                                       prefix="--output")),
         cwl.CommandInputParameter(
-            id="reports", type_=cwl.CommandInputArraySchema(items="File", type_="array"),
+            id="reports",  # optional: a notebook of definitions only has no steps
+            type_=["null", cwl.CommandInputArraySchema(items="File", type_="array")],
             inputBinding=cwl.CommandLineBinding(position=4, prefix="--reports")),
     ]
     outputs = [cwl.CommandOutputParameter(
@@ -164,9 +165,11 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
         cwl.WorkflowStepInput(id="runtime", source="runtime"),
         cwl.WorkflowStepInput(id="notebook", source="notebook"),
         cwl.WorkflowStepInput(id="output_name", source="executed_name"),
-        cwl.WorkflowStepInput(id="reports", source=[f"{s.name}/report" for s in workflow.steps],
-                              linkMerge="merge_flattened"),
     ]
+    if workflow.steps:
+        assemble_in.append(cwl.WorkflowStepInput(
+            id="reports", source=[f"{s.name}/report" for s in workflow.steps],
+            linkMerge="merge_flattened"))
     outputs = [cwl.WorkflowOutputParameter(id="executed_notebook", type_="File",
                                            outputSource="assemble/executed_notebook")]
     assemble_out = ["executed_notebook"]
