@@ -300,33 +300,32 @@ def test_cell_mixing_definitions_and_data_is_not_definition_only(tmp_path):
 # --- mutation ------------------------------------------------------------------------------
 
 
+PANDAS_FRAME = "import pandas as pd\ndf = pd.DataFrame({'a': [1]})"
+
+
 @pytest.mark.parametrize(
-    ("setup", "mutation"),
+    ("setup", "mutation", "var"),
     [
-        ("x = 1", "x += 1"),
-        ("d = {}", "d['a'] = 1"),
-        ("d = {'a': [1]}", "d['a'][0] = 2"),
-        ("class O:\n    pass\no = O()", "o.attr = 1"),
-        ("lst = [1]", "lst.append(2)"),
-        ("lst = [1]", "lst.extend([2, 3])"),
-        ("lst = [3, 1]", "lst.sort()"),
-        ("d = {}", "d.update(a=1)"),
-        ("s = set()", "s.add(3)"),
-        ("d = {'a': 1}", "del d['a']"),
-        ("lst = [1, 2]", "import random\nrandom.shuffle(lst)"),
-        ("import pandas as pd\ndf = pd.DataFrame({'a': [1]})",
-         "df.drop(columns=['a'], inplace=True)"),
-        ("import pandas as pd\ndf = pd.DataFrame({'a': [1]})", "df['b'] = df['a'] * 2"),
-        ("import numpy as np\na = np.zeros(3)", "a[0] = 1"),
-        ("import numpy as np\na = np.zeros(3)", "a.fill(2)"),
+        ("x = 1", "x += 1", "x"),
+        ("d = {}", "d['a'] = 1", "d"),
+        ("d = {'a': [1]}", "d['a'][0] = 2", "d"),
+        ("class O:\n    pass\no = O()", "o.attr = 1", "o"),
+        ("lst = [1]", "lst.append(2)", "lst"),
+        ("lst = [1]", "lst.extend([2, 3])", "lst"),
+        ("lst = [3, 1]", "lst.sort()", "lst"),
+        ("d = {}", "d.update(a=1)", "d"),
+        ("s = set()", "s.add(3)", "s"),
+        ("d = {'a': 1}", "del d['a']", "d"),
+        ("lst = [1, 2]", "import random\nrandom.shuffle(lst)", "lst"),
+        (PANDAS_FRAME, "df.drop(columns=['a'], inplace=True)", "df"),
+        (PANDAS_FRAME, "df['b'] = df['a'] * 2", "df"),
+        ("import numpy as np\na = np.zeros(3)", "a[0] = 1", "a"),
+        ("import numpy as np\na = np.zeros(3)", "a.fill(2)", "a"),
     ],
 )
-def test_mutation_makes_the_cell_the_producer(tmp_path, setup, mutation):
-    name = {"x", "d", "o", "lst", "s", "df", "a"} & set(setup.replace("\n", " ").split())
-    (var,) = name
+def test_mutation_makes_the_cell_the_producer(tmp_path, setup, mutation, var):
     df = flow(tmp_path, [setup, mutation, f"print({var})"])
-    fx = effects(df, 1)
-    assert var in fx.mutates
+    assert var in effects(df, 1).mutates
     assert (var, 0) in inputs(df, 1)
     assert producer_of(df, 2, var) == 1
     assert var in df.cell(1).outputs
@@ -356,10 +355,8 @@ def test_method_on_an_object_of_a_user_class_is_a_possible_mutation(tmp_path):
         ("s = 'a,b'", "parts = s.split(',')", "s"),
         ("import numpy as np\na = np.array([1, 2])", "t = a.sum()", "a"),
         ("import numpy as np\na = np.array([1, 2])", "t = a.reshape(2, 1)", "a"),
-        ("import pandas as pd\ndf = pd.DataFrame({'a': [1]})", "d2 = df.drop(columns=['a'])",
-         "df"),
-        ("import pandas as pd\ndf = pd.DataFrame({'a': [1]})",
-         "d2 = df.drop(columns=['a'], inplace=False)", "df"),
+        (PANDAS_FRAME, "d2 = df.drop(columns=['a'])", "df"),
+        (PANDAS_FRAME, "d2 = df.drop(columns=['a'], inplace=False)", "df"),
     ],
 )
 def test_non_mutating_method_on_known_type(tmp_path, setup, call, var):
@@ -418,16 +415,37 @@ def test_mutation_of_a_container_element_alias(tmp_path):
     assert inputs(df, 2) == {("outer", 1)}
 
 
+def test_mutation_of_a_loop_element_mutates_the_container(tmp_path):
+    df = flow(tmp_path, ["rows = [[1], [2]]", "for row in rows:\n    row.append(0)", "print(rows)"])
+    assert "rows" in effects(df, 1).mutates
+    assert inputs(df, 2) == {("rows", 1)}
+
+
 def test_rebinding_breaks_the_alias(tmp_path):
     df = flow(tmp_path, ["a = [1]", "b = a", "a = [5]", "b.append(2)", "print(a, b)"])
     assert effects(df, 3).mutates == {"b"}
     assert inputs(df, 4) == {("a", 2), ("b", 3)}
 
 
-def test_copy_is_not_an_alias(tmp_path):
-    df = flow(tmp_path, ["a = [1]", "b = list(a)", "b.append(2)", "print(a)"])
+def test_deep_copy_is_not_an_alias(tmp_path):
+    df = flow(tmp_path, ["import copy\na = [1]", "b = copy.deepcopy(a)", "b.append(2)", "print(a)"])
     assert "a" not in effects(df, 2).mutates
     assert inputs(df, 3) == {("a", 0)}
+
+
+def test_shallow_copy_shares_elements_so_counts_as_alias(tmp_path):
+    # list(d.values()) holds d's own lists: changing one element changes d
+    df = flow(tmp_path, ['d = {"a": [1]}', "vals = list(d.values())", "vals[0].append(2)",
+                         "print(d)"])
+    assert "d" in effects(df, 2).mutates
+    assert inputs(df, 3) == {("d", 2)}
+
+
+def test_method_results_and_loop_targets_alias_their_container(tmp_path):
+    df = flow(tmp_path, ['d = {"a": [1]}', "for k, v in d.items():\n    v.append(0)", "print(d)"])
+    assert inputs(df, 2) == {("d", 1)}
+    df = flow(tmp_path, ['d = {"a": [1]}', 'item = d.get("a")\nitem.append(2)', "print(d)"])
+    assert inputs(df, 2) == {("d", 1)}
 
 
 # --- mutation through user functions -------------------------------------------------------
@@ -486,8 +504,13 @@ def test_random_module_state_is_chained(tmp_path):
 
 
 def test_numpy_global_generator_is_chained(tmp_path):
-    cells = ["import numpy as np", "np.random.seed(0)", "a = np.random.rand(3)", "x = 1",
-             "b = np.random.normal()"]
+    cells = [
+        "import numpy as np",
+        "np.random.seed(0)",
+        "a = np.random.rand(3)",
+        "x = 1",
+        "b = np.random.normal()",
+    ]
     df = flow(tmp_path, cells)
     assert effects(df, 1).rng == {"rng:numpy"}
     assert producer_of(df, 2, "rng:numpy") == 1
@@ -496,15 +519,21 @@ def test_numpy_global_generator_is_chained(tmp_path):
 
 
 def test_from_import_of_a_random_function(tmp_path):
-    df = flow(tmp_path, ["from random import random as rnd\nfrom random import seed", "seed(1)",
-                         "x = rnd()"])
+    df = flow(
+        tmp_path,
+        ["from random import random as rnd\nfrom random import seed", "seed(1)", "x = rnd()"],
+    )
     assert effects(df, 1).rng == {"rng:random"}
     assert producer_of(df, 2, "rng:random") == 1
 
 
 def test_python_and_numpy_generators_are_separate(tmp_path):
-    cells = ["import random\nimport numpy as np", "random.seed(0)", "np.random.seed(0)",
-             "a = random.random()\nb = np.random.rand()"]
+    cells = [
+        "import random\nimport numpy as np",
+        "random.seed(0)",
+        "np.random.seed(0)",
+        "a = random.random()\nb = np.random.rand()",
+    ]
     df = flow(tmp_path, cells)
     assert effects(df, 3).rng == {"rng:random", "rng:numpy"}
     assert producer_of(df, 3, "rng:random") == 1
@@ -512,8 +541,14 @@ def test_python_and_numpy_generators_are_separate(tmp_path):
 
 
 def test_default_rng_does_not_touch_the_global_generator(tmp_path):
-    cells = ["import numpy as np", "np.random.seed(0)", "rng = np.random.default_rng(1)",
-             "b = rng.random()", "c = np.random.default_rng(2).normal()", "d = np.random.rand()"]
+    cells = [
+        "import numpy as np",
+        "np.random.seed(0)",
+        "rng = np.random.default_rng(1)",
+        "b = rng.random()",
+        "c = np.random.default_rng(2).normal()",
+        "d = np.random.rand()",
+    ]
     df = flow(tmp_path, cells)
     for index in (2, 3, 4):
         assert effects(df, index).rng == set()
@@ -529,8 +564,12 @@ def test_random_instance_does_not_touch_the_global_generator(tmp_path):
 
 
 def test_function_using_the_global_generator_joins_the_chain(tmp_path):
-    cells = ["import numpy as np\ndef noise():\n    return np.random.rand()", "np.random.seed(0)",
-             "x = noise()", "y = np.random.rand()"]
+    cells = [
+        "import numpy as np\ndef noise():\n    return np.random.rand()",
+        "np.random.seed(0)",
+        "x = noise()",
+        "y = np.random.rand()",
+    ]
     df = flow(tmp_path, cells)
     assert effects(df, 0).rng == set()
     assert df.cell(0).analysis.definition_only
@@ -543,7 +582,10 @@ def test_function_using_the_global_generator_joins_the_chain(tmp_path):
 
 
 def test_file_written_then_read(tmp_path):
-    cells = ["with open('out.txt', 'w') as fh:\n    fh.write('hi')", "print(open('out.txt').read())"]
+    cells = [
+        "with open('out.txt', 'w') as fh:\n    fh.write('hi')",
+        "print(open('out.txt').read())",
+    ]
     df = flow(tmp_path, cells)
     assert effects(df, 0).file_writes == {"out.txt"}
     assert effects(df, 1).file_reads == {"out.txt"}
@@ -555,22 +597,49 @@ def test_file_written_then_read(tmp_path):
     ("setup", "write", "read", "path"),
     [
         ("import numpy as np", "np.save('a.npy', np.zeros(3))", "x = np.load('a.npy')", "a.npy"),
-        ("import numpy as np", "np.savetxt(fname='a.txt', X=np.zeros(3))",
-         "x = np.loadtxt('a.txt')", "a.txt"),
-        ("import pandas as pd\ndf = pd.DataFrame({'a': [1]})", "df.to_csv('t.csv')",
-         "y = pd.read_csv('t.csv')", "t.csv"),
-        ("import pandas as pd\ndf = pd.DataFrame({'a': [1]})", "df.to_parquet('t.parquet')",
-         "y = pd.read_parquet('t.parquet')", "t.parquet"),
-        ("import matplotlib.pyplot as plt", "plt.plot([1, 2])\nplt.savefig('fig.png')",
-         "z = plt.imread('fig.png')", "fig.png"),
-        ("import matplotlib.pyplot as plt", "fig = plt.figure()\nfig.savefig('fig.png')",
-         "z = plt.imread('fig.png')", "fig.png"),
-        ("import pathlib", "pathlib.Path('n.txt').write_text('1')",
-         "t = pathlib.Path('n.txt').read_text()", "n.txt"),
-        ("import os", "open('sub/x.txt', 'w').write('1')",
-         "print(open(os.path.join('sub', 'x.txt')).read())", "sub/x.txt"),
-        ("x = 1", "%%writefile notes.txt\nhello", "print(open('./notes.txt').read())",
-         "notes.txt"),
+        (
+            "import numpy as np",
+            "np.savetxt(fname='a.txt', X=np.zeros(3))",
+            "x = np.loadtxt('a.txt')",
+            "a.txt",
+        ),
+        (
+            PANDAS_FRAME,
+            "df.to_csv('t.csv')",
+            "y = pd.read_csv('t.csv')",
+            "t.csv",
+        ),
+        (
+            PANDAS_FRAME,
+            "df.to_parquet('t.parquet')",
+            "y = pd.read_parquet('t.parquet')",
+            "t.parquet",
+        ),
+        (
+            "import matplotlib.pyplot as plt",
+            "plt.plot([1, 2])\nplt.savefig('fig.png')",
+            "z = plt.imread('fig.png')",
+            "fig.png",
+        ),
+        (
+            "import matplotlib.pyplot as plt",
+            "fig = plt.figure()\nfig.savefig('fig.png')",
+            "z = plt.imread('fig.png')",
+            "fig.png",
+        ),
+        (
+            "import pathlib",
+            "pathlib.Path('n.txt').write_text('1')",
+            "t = pathlib.Path('n.txt').read_text()",
+            "n.txt",
+        ),
+        (
+            "import os",
+            "open('sub/x.txt', 'w').write('1')",
+            "print(open(os.path.join('sub', 'x.txt')).read())",
+            "sub/x.txt",
+        ),
+        ("x = 1", "%%writefile notes.txt\nhello", "print(open('./notes.txt').read())", "notes.txt"),
     ],
 )
 def test_library_file_writes_feed_later_readers(tmp_path, setup, write, read, path):
@@ -581,8 +650,11 @@ def test_library_file_writes_feed_later_readers(tmp_path, setup, write, read, pa
 
 
 def test_append_mode_reads_and_writes(tmp_path):
-    cells = ["open('log.txt', 'w').write('a')", "open('log.txt', 'a').write('b')",
-             "print(open('log.txt').read())"]
+    cells = [
+        "open('log.txt', 'w').write('a')",
+        "open('log.txt', 'a').write('b')",
+        "print(open('log.txt').read())",
+    ]
     df = flow(tmp_path, cells)
     assert "log.txt" in effects(df, 1).file_reads
     assert "log.txt" in effects(df, 1).file_writes
@@ -591,8 +663,11 @@ def test_append_mode_reads_and_writes(tmp_path):
 
 
 def test_path_in_a_string_variable_is_resolved(tmp_path):
-    cells = ["path = 'data.txt'", "with open(path, 'w') as fh:\n    fh.write('1')",
-             "text = open(path).read()"]
+    cells = [
+        "path = 'data.txt'",
+        "with open(path, 'w') as fh:\n    fh.write('1')",
+        "text = open(path).read()",
+    ]
     df = flow(tmp_path, cells)
     assert effects(df, 1).file_writes == {"data.txt"}
     assert effects(df, 2).file_reads == {"data.txt"}
@@ -600,8 +675,11 @@ def test_path_in_a_string_variable_is_resolved(tmp_path):
 
 
 def test_path_built_from_string_parts_is_resolved(tmp_path):
-    cells = ["folder = 'results'", "open(f'{folder}/run.txt', 'w').write('1')",
-             "print(open(folder + '/' + 'run.txt').read())"]
+    cells = [
+        "folder = 'results'",
+        "open(f'{folder}/run.txt', 'w').write('1')",
+        "print(open(folder + '/' + 'run.txt').read())",
+    ]
     df = flow(tmp_path, cells)
     assert effects(df, 1).file_writes == {"results/run.txt"}
     assert producer_of(df, 2, "file:results/run.txt") == 1
@@ -630,8 +708,11 @@ def test_unresolvable_path_is_opaque_io_ordered_after_every_writer(tmp_path):
 
 
 def test_known_write_after_an_opaque_cell_wins(tmp_path):
-    cells = ["name = input()\nopen(name, 'w').write('x')", "open('a.txt', 'w').write('1')",
-             "print(open('a.txt').read())"]
+    cells = [
+        "name = input()\nopen(name, 'w').write('x')",
+        "open('a.txt', 'w').write('1')",
+        "print(open('a.txt').read())",
+    ]
     df = flow(tmp_path, cells)
     assert inputs(df, 2) == {("file:a.txt", 1)}
 
@@ -663,8 +744,10 @@ def test_shell_capture_writes_its_variable(tmp_path):
 def test_existing_file_beside_the_notebook_is_an_external_input(tmp_path):
     (tmp_path / "data.csv").write_text("a\n1\n")
     (tmp_path / "images").mkdir()
-    cells = ["import pandas as pd\ndf = pd.read_csv('data.csv')",
-             "import os\nprint(os.path.exists('images/'))"]
+    cells = [
+        "import pandas as pd\ndf = pd.read_csv('data.csv')",
+        "import os\nprint(os.path.exists('images/'))",
+    ]
     df = flow(tmp_path, cells)
     assert effects(df, 0).file_reads == {"data.csv"}
     assert ("file:data.csv", None) in inputs(df, 0)
@@ -693,8 +776,11 @@ def test_absolute_path_is_not_staged(tmp_path):
 
 
 def test_file_written_in_a_function_called_later(tmp_path):
-    cells = ["def dump():\n    open('f.txt', 'w').write('1')", "dump()",
-             "print(open('f.txt').read())"]
+    cells = [
+        "def dump():\n    open('f.txt', 'w').write('1')",
+        "dump()",
+        "print(open('f.txt').read())",
+    ]
     df = flow(tmp_path, cells)
     assert effects(df, 0).file_writes == set()
     assert effects(df, 1).file_writes == {"f.txt"}
@@ -809,3 +895,51 @@ def test_pip_magic_is_noted(tmp_path):
     (note,) = diagnostics(df, "magic-skipped")
     assert note.location.cell_index == 0
     assert note.location.line == 1
+
+
+# --- regressions: each of these once gave a silently wrong dataflow -----------------------
+
+
+def test_file_written_by_method_on_a_module_rooted_chain(tmp_path):
+    df = flow(tmp_path, ["import pandas as pd", 'pd.DataFrame({"a": [1]}).to_csv("t.csv")',
+                         'y = pd.read_csv("t.csv")'])
+    assert effects(df, 1).file_writes == {"t.csv"}
+    assert ("file:t.csv", 1) in inputs(df, 2)
+
+
+def test_conditional_del_passes_the_value_through(tmp_path):
+    df = flow(tmp_path, ["x = 1\nc = True", "if c:\n    del x", "print(x)"])
+    assert ("x", 0) in inputs(df, 1)
+    assert inputs(df, 2) == {("x", 1)}
+
+
+def test_conditional_string_rebinding_leaves_the_path_unresolved(tmp_path):
+    df = flow(tmp_path, ['path = "a.txt"\nc = True', 'open("a.txt", "w").write("1")',
+                         'if c:\n    path = "b.txt"', "print(open(path).read())"])
+    assert effects(df, 3).opaque_io
+    assert ("file:a.txt", 1) in inputs(df, 3)
+
+
+def test_conditional_rebinding_forgets_the_known_type(tmp_path):
+    df = flow(tmp_path, ["import mylib\nx = mylib.make()\nc = True", "if c:\n    x = []",
+                         "x.frob()", "print(x)"])
+    assert inputs(df, 3) == {("x", 2)}
+
+
+def test_conditional_rebinding_keeps_the_alias(tmp_path):
+    df = flow(tmp_path, ["a = [1]\nc = True", "b = a", "if c:\n    b = [5]", "b.append(1)",
+                         "print(a)"])
+    assert inputs(df, 4) == {("a", 3)}
+
+
+def test_parameter_mutation_through_a_chain_of_calls(tmp_path):
+    df = flow(tmp_path, ["def g(x):\n    x.append(1)\ndef f(y):\n    g(y)", "lst = []",
+                         "f(lst)", "print(lst)"])
+    assert "lst" in effects(df, 2).mutates
+    assert inputs(df, 3) == {("lst", 2)}
+
+
+def test_call_of_a_function_defined_later_counts_as_mutating_its_arguments(tmp_path):
+    df = flow(tmp_path, ["def f(y):\n    helper(y)", "def helper(z):\n    z.append(1)",
+                         "lst = []", "f(lst)", "print(lst)"])
+    assert inputs(df, 4) == {("lst", 3)}

@@ -256,15 +256,17 @@ def test_syntax_error_carries_cell_id(tmp_path):
 
 
 def test_syntax_error_line_after_a_magic(tmp_path):
-    error = read_error(make_notebook(tmp_path, ["%matplotlib inline\nx = 1\ny = (\n"]),
-                       CellSyntaxError)
+    error = read_error(
+        make_notebook(tmp_path, ["%matplotlib inline\nx = 1\ny = (\n"]), CellSyntaxError
+    )
     assert error.location.cell_index == 0
     assert error.location.line == 3
 
 
 def test_bad_indentation_is_a_cell_syntax_error(tmp_path):
-    error = read_error(make_notebook(tmp_path, ["x = 1", "def f():\n    return 1\n  x = 2"]),
-                       CellSyntaxError)
+    error = read_error(
+        make_notebook(tmp_path, ["x = 1", "def f():\n    return 1\n  x = 2"]), CellSyntaxError
+    )
     assert error.location.cell_index == 1
     assert error.location.line == 3
 
@@ -305,9 +307,7 @@ def test_supported_magics_are_converted(tmp_path):
     ]
     assert "run_cell_magic" in writefile.code
 
-    assert [(m.kind, m.name, m.argument) for m in capture.magics] == [
-        ("shell", "getoutput", "ls")
-    ]
+    assert [(m.kind, m.name, m.argument) for m in capture.magics] == [("shell", "getoutput", "ls")]
     assert capture.code.strip().startswith("y = get_ipython().getoutput")
 
 
@@ -343,8 +343,9 @@ def test_unsupported_magic_is_rejected_at_its_line(tmp_path, cells, cell_index, 
 
 
 def test_unsupported_magic_cell_index_counts_markdown(tmp_path):
-    error = read_error(make_notebook(tmp_path, ["x = 1", "%debug"], markdown_first=True),
-                       CellSyntaxError)
+    error = read_error(
+        make_notebook(tmp_path, ["x = 1", "%debug"], markdown_first=True), CellSyntaxError
+    )
     assert error.location.cell_index == 2
     assert error.location.line == 1
 

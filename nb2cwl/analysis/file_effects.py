@@ -8,7 +8,7 @@ from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects
-from nb2cwl.analysis.names import root_name
+from nb2cwl.analysis.names import chain_has_call, root_name
 from nb2cwl.analysis.state import NamespaceState
 
 _SHELL_NAMES = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -52,7 +52,8 @@ class FileEffects:
             if path_node is None and func.attrname in kb.OPTIONAL_PATH_METHODS:
                 return
             root = root_name(func.expr)
-            if root in self.state.imports and qualified not in kb.FILE_FUNCTIONS:
+            module_function = root in self.state.imports and not chain_has_call(func.expr)
+            if module_function and qualified not in kb.FILE_FUNCTIONS:
                 if func.attrname in ("save", "load"):
                     # a module-level save/load we do not know (joblib-like): be careful
                     self._file_access(path_node, spec.mode, line, f"{qualified}()")

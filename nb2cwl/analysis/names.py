@@ -4,6 +4,25 @@ from __future__ import annotations
 
 from astroid import nodes
 
+#: Methods whose result never shares objects with the receiver (deep copies, scalars, text).
+#: A shallow copy (list(a), a.copy()) shares its elements, so it counts as an alias.
+FRESH_RESULT_METHODS = frozenset(
+    {"deepcopy", "tolist", "to_list", "to_dict", "to_json", "to_csv", "to_string",
+     "to_markdown", "to_html", "sum", "mean", "std", "var", "median", "min", "max", "count",
+     "nunique", "unique", "value_counts", "describe", "round", "astype", "quantile", "prod",
+     "format", "join", "split", "rsplit", "strip", "lstrip", "rstrip", "lower", "upper",
+     "replace", "encode", "decode", "startswith", "endswith", "find", "index", "isna",
+     "notna", "isnull", "notnull", "idxmax", "idxmin", "argmax", "argmin", "any", "all",
+     "agg", "aggregate", "corr", "cov", "dot", "item", "keys", "splitlines", "title",
+     "capitalize", "hex", "bit_length", "is_integer", "sort_values", "sort_index",
+     "reset_index", "dropna", "fillna", "merge", "groupby", "rolling", "apply", "map"}
+)
+#: Builtins whose result holds the very objects of their arguments (list(d.values()), ...).
+ELEMENT_SHARING_BUILTINS = frozenset(
+    {"list", "tuple", "set", "frozenset", "sorted", "reversed", "enumerate", "zip", "iter",
+     "next", "filter", "dict", "min", "max"}
+)
+
 
 def root_name(node: nodes.NodeNG | None) -> str | None:
     """The variable an expression like `a.b[0].c` or `a.f().g` starts from."""
@@ -44,6 +63,19 @@ def value_roots(value: nodes.NodeNG) -> set[str]:
         return value_roots(value.body) | value_roots(value.orelse)
     if isinstance(value, nodes.Starred):
         return value_roots(value.value)
+    if isinstance(value, nodes.Call):
+        func = value.func
+        if isinstance(func, nodes.Attribute):
+            # d.items(), d.get(k), arr.reshape(...): the result may hold the receiver's objects
+            if func.attrname in FRESH_RESULT_METHODS:
+                return set()
+            root = root_name(func.expr)
+            return {root} if root else set()
+        if isinstance(func, nodes.Name) and func.name in ELEMENT_SHARING_BUILTINS:
+            found = set()
+            for arg in value.args:
+                found |= value_roots(arg)
+            return found
     return set()
 
 

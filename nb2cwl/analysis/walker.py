@@ -289,9 +289,20 @@ class EffectWalker(FileEffects, ValueTypes):
             return
         self.fx.writes.add(name)
         self.fx.deletes.discard(name)
-        if self.depth == 0:
-            self.definite.add(name)
         state = self.state
+        state.definitions.pop(name, None)
+        state.const_strings.pop(name, None)
+        state.types.pop(name, None)
+        if self.depth > 0:
+            # may or may not happen: keep what was known of the old value (aliases, function
+            # effects) and learn nothing certain about the new one
+            for other in value_roots(value) if value is not None else ():
+                if other != name and other not in state.imports:
+                    state.link(name, other)
+            if isinstance(value, nodes.Lambda):
+                self._merge_function(name, value)
+            return
+        self.definite.add(name)
         state.unlink(name)
         state.forget(name)
         if value is None:
@@ -307,9 +318,21 @@ class EffectWalker(FileEffects, ValueTypes):
             if other != name and other not in state.imports and other not in state.functions:
                 state.link(name, other)
 
+    def _merge_function(self, name: str, value: nodes.Lambda) -> None:
+        summary = summarize_function(value, self.state, self.cell_index, set())
+        old = self.state.functions.get(name)
+        if old is not None:
+            summary.effects.merge(old.effects)
+        self.state.functions[name] = summary
+
     def delete(self, name: str) -> None:
         """`del name`."""
         if self.function_mode:
+            return
+        if self.depth > 0:
+            # may or may not be deleted: later cells take it (or its absence) from this cell
+            self.fx.writes.add(name)
+            self.state.definitions.pop(name, None)
             return
         self.fx.deletes.add(name)
         self.fx.writes.discard(name)
@@ -457,8 +480,17 @@ class EffectWalker(FileEffects, ValueTypes):
             self._method_call(node, func, line)
 
     def _user_call(self, name: str, node: nodes.Call, line: int) -> None:
-        summary = self.state.functions.get(name) if not self.function_mode else None
-        if summary is None or not summary.param_mutations:
+        if self.function_mode and name in self.locals:
+            return
+        summary = self.state.functions.get(name)
+        if summary is None:
+            unknown = (self.function_mode and name not in BUILTIN_NAMES
+                       and name not in self.state.imports)
+            if unknown:  # a global callable not known yet (defined later): assume the worst
+                for arg in [*node.args, *(k.value for k in node.keywords or ())]:
+                    self.mutate_expr(arg, line, f"{name}() may modify its argument")
+            return
+        if not summary.param_mutations:
             return
         starred = any(isinstance(a, nodes.Starred) for a in node.args)
         for position, arg in enumerate(node.args):
