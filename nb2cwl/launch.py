@@ -109,9 +109,9 @@ def _failure(log: list[str], status: int) -> str:
     found = re.search(r"nb2cwl: step \S+ failed at .*?(?=\n\S*\d{4}-\d\d-\d\d |\Z)", text,
                       re.S)
     if found:
-        return found.group(0).strip()
+        return found.group(0).strip().removeprefix("nb2cwl: ")
     transfer = re.search(r"nb2cwl: .*", text)
     if transfer:
-        return transfer.group(0).strip()
+        return transfer.group(0).strip().removeprefix("nb2cwl: ")
     tail = "".join(log[-15:]).strip()
     return f"StreamFlow exited with status {status}:\n{tail}"

@@ -36,9 +36,20 @@ def per_cell(notebook: dict) -> dict[int, list[str]]:
             if c["cell_type"] == "code"}
 
 
-def run_with_nbclient(source: Path, workdir: Path) -> dict[int, list[str]]:
-    """Run a copy of `source` top to bottom in a fresh directory; return its text outputs."""
+def _copy_beside(source: Path, workdir: Path, beside: tuple[str, ...]) -> None:
+    for name in beside:
+        origin = source.parent / name
+        if origin.is_dir():
+            shutil.copytree(origin, workdir / name, dirs_exist_ok=True)
+        else:
+            shutil.copyfile(origin, workdir / name)
+
+
+def run_with_nbclient(source: Path, workdir: Path, beside: tuple[str, ...] = ()
+                      ) -> dict[int, list[str]]:
+    """Run a copy of `source` (and files `beside` it) top to bottom in a fresh directory."""
     workdir.mkdir(parents=True, exist_ok=True)
+    _copy_beside(source, workdir, beside)
     target = workdir / source.name
     shutil.copyfile(source, target)
     nb = nbformat.read(target, as_version=4)
@@ -47,12 +58,13 @@ def run_with_nbclient(source: Path, workdir: Path) -> dict[int, list[str]]:
     return per_cell(nb)
 
 
-def run_with_workflow(source: Path, workdir: Path, *extra: str) -> tuple[dict[int, list[str]],
-                                                                          Path]:
+def run_with_workflow(source: Path, workdir: Path, *extra: str, beside: tuple[str, ...] = ()
+                      ) -> tuple[dict[int, list[str]], Path]:
     """Compile and run a copy of `source` with `nb2cwl run`; return outputs and results dir."""
     from nb2cwl.cli import main
 
     workdir.mkdir(parents=True, exist_ok=True)
+    _copy_beside(source, workdir, beside)
     target = workdir / source.name
     shutil.copyfile(source, target)
     out = workdir / "wf"

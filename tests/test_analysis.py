@@ -722,7 +722,6 @@ def test_known_write_after_an_opaque_cell_wins(tmp_path):
     [
         "import os\nos.system('touch b.txt')",
         "import subprocess\nsubprocess.run(['touch', 'b.txt'])",
-        "import glob\nfiles = glob.glob('*.txt')",
         "!touch b.txt",
         "%%bash\ntouch b.txt",
     ],
@@ -732,6 +731,23 @@ def test_shell_and_directory_calls_are_opaque_io(tmp_path, code):
     assert effects(df, 1).opaque_io
     assert ("file:a.txt", 0) in inputs(df, 1)
     assert (ANY_FILE, 1) in inputs(df, 2)
+
+
+def test_directory_listing_sees_earlier_files_without_ordering_later_readers(tmp_path):
+    df = flow(tmp_path, ["open('a.txt', 'w').write('1')", "import glob\nfiles = glob.glob('*.txt')",
+                         "print(open('a.txt').read())"])
+    assert effects(df, 1).opaque_reads and not effects(df, 1).opaque_io
+    assert ("file:a.txt", 0) in inputs(df, 1)
+    assert inputs(df, 2) == {("file:a.txt", 0)}
+
+
+def test_glob_pattern_stages_the_folder_beside_the_notebook(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "one.csv").write_text("a\n1\n")
+    df = flow(tmp_path, ["import glob\nfiles = sorted(glob.glob('data/*.csv'))", "print(files)"])
+    assert ("file:data", None) in inputs(df, 0)
+    assert df.external_files == {"data": "Directory"}
+    assert [d.code for d in df.diagnostics if d.code == "unresolved-io"]
 
 
 def test_shell_capture_writes_its_variable(tmp_path):
@@ -916,7 +932,7 @@ def test_conditional_del_passes_the_value_through(tmp_path):
 def test_conditional_string_rebinding_leaves_the_path_unresolved(tmp_path):
     df = flow(tmp_path, ['path = "a.txt"\nc = True', 'open("a.txt", "w").write("1")',
                          'if c:\n    path = "b.txt"', "print(open(path).read())"])
-    assert effects(df, 3).opaque_io
+    assert effects(df, 3).opaque_reads
     assert ("file:a.txt", 1) in inputs(df, 3)
 
 

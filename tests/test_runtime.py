@@ -136,3 +136,20 @@ def test_notebook_of_definitions_only_still_gives_executed_notebook(tmp_path: Pa
     outputs, results = run_with_workflow(path, tmp_path / "workflow")
     assert outputs == {1: [""], 2: [""]}
     assert next(results.glob("*.executed.ipynb")).exists()
+
+
+@pytest.mark.streamflow
+def test_data_folder_beside_the_notebook_is_staged(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    (source / "data").mkdir(parents=True)
+    for number in range(3):
+        (source / "data" / f"part{number}.csv").write_text(f"x\n{number}\n{number * 10}\n")
+    path = notebook(source / "files.ipynb", [
+        "import glob\nimport pandas as pd",
+        "paths = sorted(glob.glob('data/*.csv'))\nprint(paths)",
+        "frames = [pd.read_csv(p) for p in paths]\nprint(sum(int(f.x.sum()) for f in frames))",
+    ])
+    jupyter = run_with_nbclient(path, tmp_path / "jupyter", beside=("data",))
+    workflow, _ = run_with_workflow(path, tmp_path / "workflow", beside=("data",))
+    assert workflow == jupyter
+    assert "33" in workflow[3][0]

@@ -108,7 +108,21 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
             file_writer[_normal(path)] = cell.cell.index
         if fx.opaque_io:
             opaque_writers.append(cell.cell.index)
+        for line, what in [*fx.opaque_io, *fx.opaque_reads][:1]:
+            diagnostics.append(Diagnostic(
+                "unresolved-io",
+                f"{what}: the step sees every file earlier cells wrote and the files beside "
+                "the notebook that the cell names literally; other files beside the notebook "
+                "are not staged",
+                analysis.notebook.location(cell.cell, line or None)))
         stars.extend(cell.star_imports)
+    for flow in flows:
+        fx = flow.analysis.effects
+        if fx.opaque_io or fx.opaque_reads:
+            # a cell that cannot say which files it reads sees every file the notebook names
+            have = {i.var for i in flow.inputs}
+            flow.inputs += [Input(f"file:{key}", None) for key in sorted(external)
+                            if f"file:{key}" not in have]
     by_index = {flow.index: flow for flow in flows}
     for flow in flows:
         for item in flow.inputs:
@@ -128,37 +142,44 @@ def _file_inputs(
 ) -> None:
     fx = cell.effects
     last_opaque = opaque_writers[-1] if opaque_writers else None
-    touched = fx.file_reads | (fx.file_writes if fx.opaque_io else set())
+    sees_all = bool(fx.opaque_io or fx.opaque_reads)
+    touched = set(fx.file_reads) | (set(fx.file_writes) if sees_all else set())
     for literal in fx.literals - fx.file_writes:
-        # a path mentioned in any call (os.path.exists("plot.png"), Image.open(...)) is read
-        key = _normal(literal)
-        if key in (".", "") or key.startswith(("../", "/")) or key == "..":
+        # a path mentioned in any call (os.path.exists("plot.png"), Image.open(...)) is read;
+        # for a pattern such as "data/*.csv", the folder in front of it
+        key = _glob_root(_normal(literal))
+        if key in (".", "", "..") or key.startswith(("../", "/")):
             continue
         if key in file_writer or os.path.exists(os.path.join(notebook_dir, key)):
-            touched = touched | {literal}
+            touched.add(key)
     for path in sorted(touched):
         key = _normal(path)
-        if key.startswith("/") or key.startswith("../"):
+        if key.startswith(("/", "../")):
             continue  # outside the notebook's folder: used where it is, not staged
         writer = file_writer.get(key)
-        if writer is not None and (last_opaque is None or writer > last_opaque):
+        if last_opaque is not None and (writer is None or writer < last_opaque):
+            needed[ANY_FILE] = last_opaque  # that cell may have written it since
+        if writer is not None:
             needed[f"file:{key}"] = writer
-            continue
-        if last_opaque is not None:
-            needed[ANY_FILE] = last_opaque
-            if writer is not None:
-                needed[f"file:{key}"] = writer
             continue
         full = os.path.join(notebook_dir, key)
         if os.path.isfile(full) or os.path.isdir(full):
             external[key] = "Directory" if os.path.isdir(full) else "File"
             needed[f"file:{key}"] = None
-    if fx.opaque_io:
+    if sees_all:
         # the cell may touch any file: it sees every file written before it
         for key, writer in sorted(file_writer.items()):
             needed[f"file:{key}"] = writer
         if last_opaque is not None:
             needed[ANY_FILE] = last_opaque
+
+
+def _glob_root(path: str) -> str:
+    parts = path.split("/")
+    for number, part in enumerate(parts):
+        if any(c in part for c in "*?["):
+            return "/".join(parts[:number])
+    return path
 
 
 def _add_replay(definition: Definition, into: dict[str, Definition]) -> None:

@@ -25,7 +25,8 @@ class Effects:
     file_reads: set[str] = field(default_factory=set)
     file_writes: set[str] = field(default_factory=set)
     literals: set[str] = field(default_factory=set)  # string constants that look like paths
-    opaque_io: list[tuple[int, str]] = field(default_factory=list)  # (line, what)
+    opaque_io: list[tuple[int, str]] = field(default_factory=list)  # (line, what): may write
+    opaque_reads: list[tuple[int, str]] = field(default_factory=list)  # (line, what): reads only
     notes: list[tuple[int, str]] = field(default_factory=list)  # (line, explanation)
 
     def merge(self, other: Effects) -> None:
@@ -39,6 +40,7 @@ class Effects:
         self.file_writes |= other.file_writes
         self.literals |= other.literals
         self.opaque_io.extend(other.opaque_io)
+        self.opaque_reads.extend(other.opaque_reads)
         self.notes.extend(other.notes)
 
 

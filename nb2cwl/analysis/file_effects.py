@@ -35,6 +35,15 @@ class FileEffects:
             self._file_access(argument(node, spec.position, spec.keyword), spec.mode, line,
                               qualified + "()")
             return
+        if qualified in kb.OPAQUE_READ_FUNCTIONS:
+            path = literal_string(argument(node, 0, None), self.state)
+            if path is None or any(c in path for c in "*?["):
+                # a listing or pattern may match files of any earlier cell
+                self.fx.opaque_reads.append((line, f"{qualified}() looks at files the analysis "
+                                                   "cannot name"))
+            else:
+                self._record_file(path, "r")
+            return
         if qualified in kb.OPAQUE_IO_FUNCTIONS:
             self.fx.opaque_io.append((line, f"{qualified}() touches files the analysis cannot see"))
             return
@@ -89,7 +98,8 @@ class FileEffects:
     def _file_access(self, argument: nodes.NodeNG | None, mode: str, line: int, what: str) -> None:
         path = literal_string(argument, self.state) if argument is not None else None
         if path is None:
-            self.fx.opaque_io.append((line, f"{what} with a path the analysis cannot resolve"))
+            found = self.fx.opaque_reads if mode == "r" else self.fx.opaque_io
+            found.append((line, f"{what} with a path the analysis cannot resolve"))
             return
         self._record_file(path, mode)
 

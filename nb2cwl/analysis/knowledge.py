@@ -146,8 +146,12 @@ OPTIONAL_PATH_METHODS = frozenset(
 OPAQUE_IO_FUNCTIONS = frozenset(
     {"os.system", "os.popen", "os.chdir", "os.rename", "os.replace", "subprocess.run",
      "subprocess.call", "subprocess.check_call", "subprocess.check_output",
-     "subprocess.Popen", "shutil.move", "shutil.copytree", "glob.glob", "os.listdir",
-     "os.walk", "os.scandir"}
+     "subprocess.Popen", "shutil.move", "shutil.copytree"}
+)
+#: Calls that list or look at files the analysis cannot name (they read, never write).
+OPAQUE_READ_FUNCTIONS = frozenset(
+    {"glob.glob", "glob.iglob", "os.listdir", "os.walk", "os.scandir", "os.path.exists",
+     "os.path.isfile", "os.path.isdir", "os.path.getsize", "os.stat"}
 )
 
 # --- values that cannot travel between steps ----------------------------------------------

@@ -110,7 +110,8 @@ def _analyse_cell(
     definition_only = (
         bool(body)
         and replayable_statements == len(body)
-        and not (effects.rng or effects.file_writes or effects.file_reads or effects.opaque_io)
+        and not (effects.rng or effects.file_writes or effects.file_reads or effects.opaque_io
+                 or effects.opaque_reads)
         and not cell.magics
         and not directives.declared_out
         and not effects.mutates
@@ -135,6 +136,7 @@ def _relative_lines(analysis: CellAnalysis, body: list[nodes.NodeNG]) -> None:
     fx = analysis.effects
     fx.notes = [(fix(line), text) for line, text in fx.notes]
     fx.opaque_io = [(fix(line), text) for line, text in fx.opaque_io]
+    fx.opaque_reads = [(fix(line), text) for line, text in fx.opaque_reads]
     analysis.unserializable = {name: (what, fix(line))
                                for name, (what, line) in analysis.unserializable.items()}
 

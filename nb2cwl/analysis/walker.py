@@ -387,6 +387,7 @@ class EffectWalker(FileEffects, ValueTypes):
             self.fx.file_reads |= fx.file_reads
             self.fx.file_writes |= fx.file_writes
             self.fx.opaque_io.extend(fx.opaque_io)
+            self.fx.opaque_reads.extend(fx.opaque_reads)
         finally:
             self._applying.discard(name)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from cwl_utils.parser import cwl_v1_2 as cwl
 
-from nb2cwl.backends.step_scripts import file_producers
+from nb2cwl.backends.step_scripts import file_plan
 from nb2cwl.ir.model import Step, Workflow
 
 VALUES_GLOB = "nb2cwl-out/values"
@@ -63,21 +63,14 @@ def step_tool(workflow: Workflow, step: Step, python: str) -> cwl.CommandLineToo
 def step_ports(workflow: Workflow, step: Step) -> list[tuple[str, str]]:
     """(input port id, command-line prefix) for every value, files and external input."""
     ports: dict[str, str] = {}
-    external = {path: n for n, (path, _) in enumerate(workflow.external_files)}
     for item in step.inputs:
-        if item.var == "file:*":
-            continue
-        if item.var.startswith("file:"):
-            if item.producer is None:
-                number = external[item.var[len("file:"):]]
-                ports[f"external_{number}"] = f"--external-{number}"
-            else:
-                ports[f"files_{item.producer}"] = f"--files-{item.producer}"
-        else:
+        if not item.var.startswith("file:"):
             ports[f"values_{item.producer}"] = f"--values-{item.producer}"
-    if step.sees_all_files:
-        for producer in file_producers(workflow, step):
-            ports[f"files_{producer}"] = f"--files-{producer}"
+    for entry in file_plan(workflow, step):
+        if "external" in entry:
+            ports[f"external_{entry['external']}"] = f"--external-{entry['external']}"
+        else:
+            ports[f"files_{entry['from']}"] = f"--files-{entry['from']}"
     return sorted(ports.items())
 
 

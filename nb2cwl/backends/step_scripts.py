@@ -29,22 +29,9 @@ if __name__ == "__main__":
 
 def step_spec(workflow: Workflow, step: Step) -> dict:
     """The JSON-able description of `step` its runtime reads."""
-    external = {path: number for number, (path, _) in enumerate(workflow.external_files)}
     definitions = _visible_definitions(workflow, step)
-    inputs, files, all_files = [], [], []
-    for item in step.inputs:
-        if item.var == "file:*":
-            continue
-        if item.var.startswith("file:"):
-            path = item.var[len("file:"):]
-            if item.producer is None:
-                files.append({"path": path, "external": external[path]})
-            else:
-                files.append({"path": path, "from": item.producer})
-        else:
-            inputs.append({"var": item.var, "from": item.producer})
-    if step.sees_all_files:
-        all_files = file_producers(workflow, step)
+    inputs = [{"var": i.var, "from": i.producer} for i in step.inputs
+              if not i.var.startswith("file:")]
     return {
         "step": step.name,
         "notebook": workflow.notebook_name,
@@ -56,11 +43,42 @@ def step_spec(workflow: Workflow, step: Step) -> dict:
         "definitions": definitions,
         "replay": list(step.replay),
         "inputs": inputs,
-        "files": files,
-        "all_files_from": all_files,
+        "files": file_plan(workflow, step),
         "outputs": [v for v in step.outputs if not v.startswith("file:")],
         "groups": [list(g) for g in step.alias_groups],
     }
+
+
+def file_plan(workflow: Workflow, step: Step) -> list[dict]:
+    """Files to stage before the step runs, in the order they were written.
+
+    Files beside the notebook come first, then the files of earlier steps in notebook order;
+    each entry names the paths to take, or none for all of that step's files.
+    """
+    external = {path: number for number, (path, _) in enumerate(workflow.external_files)}
+    plan: list[dict] = [
+        {"path": i.var[len("file:"):], "external": external[i.var[len("file:"):]]}
+        for i in step.inputs if i.var.startswith("file:") and i.producer is None
+        and i.var != "file:*"
+    ]
+    wanted: dict[str, set[str] | None] = {}
+    for item in step.inputs:
+        if not item.var.startswith("file:") or item.producer is None:
+            continue
+        if item.var == "file:*":
+            wanted[item.producer] = None
+        elif item.producer not in wanted:
+            wanted[item.producer] = {item.var[len("file:"):]}
+        elif wanted[item.producer] is not None:
+            wanted[item.producer].add(item.var[len("file:"):])  # type: ignore[union-attr]
+    if step.sees_all_files:
+        for producer in file_producers(workflow, step):
+            wanted[producer] = None
+    order = {s.name: s.first_cell for s in workflow.steps}
+    for producer in sorted(wanted, key=lambda name: order.get(name, 0)):
+        paths = wanted[producer]
+        plan.append({"from": producer, "paths": None if paths is None else sorted(paths)})
+    return plan
 
 
 def file_producers(workflow: Workflow, step: Step) -> list[str]:

@@ -95,7 +95,8 @@ def _make_step(
         target = target or analysis.directives.target
     writes_files = any(c.analysis.effects.file_writes or c.analysis.effects.opaque_io
                        for c in cells) or any(v.startswith("file:") for v in outputs)
-    sees_all = any(c.analysis.effects.opaque_io for c in cells)
+    sees_all = any(c.analysis.effects.opaque_io or c.analysis.effects.opaque_reads
+                   for c in cells)
     code = tuple(
         CellCode(c.index, c.analysis.cell.cell_id, c.analysis.cell.code, c.analysis.cell.source,
                  counts[c.index], _quiet(c.analysis.cell.source))
@@ -151,7 +152,8 @@ def _cell_views(flow: Dataflow, step_of: dict[int, str]) -> tuple[CellView, ...]
         role = "step" if cell.index in step_of else "definitions"
         notes = [f"line {line}: {text}" if line else text for line, text in analysis.effects.notes]
         notes += [f"line {line}: {text}" if line else text
-                  for line, text in analysis.effects.opaque_io]
+                  for line, text in [*analysis.effects.opaque_io,
+                                     *analysis.effects.opaque_reads]]
         views.append(CellView(
             cell.index, cell.cell_id, "code", role, step_of.get(cell.index),
             tuple((i.var, i.producer) for i in cell_flow.inputs),

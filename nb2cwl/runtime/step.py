@@ -143,13 +143,12 @@ def _patch_ipython_display() -> None:
 
 
 def _stage_files(spec: dict[str, Any], args: dict[str, str], root: str) -> None:
-    for producer in spec.get("all_files_from", []):
-        files.stage_tree(args[f"files-{producer}"], root)
+    """Stage files in the order they were written: later writers win, as in Jupyter."""
     for item in spec.get("files", []):
         if "external" in item:
             files.stage(args[f"external-{item['external']}"], item["path"], root)
-        elif item.get("from"):
-            files.stage_tree(args[f"files-{item['from']}"], root, [item["path"]])
+        else:
+            files.stage_tree(args[f"files-{item['from']}"], root, item.get("paths"))
 
 
 def _run_cell(cell: dict[str, Any], namespace: dict[str, Any],
