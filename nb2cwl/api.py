@@ -12,6 +12,7 @@ from nb2cwl.ir.validate import InvalidWorkflow, validate_workflow
 from nb2cwl.options import CompileOptions
 from nb2cwl.passes.build import build_workflow
 from nb2cwl.passes.fuse import fuse_linear_chains
+from nb2cwl.passes.scatter import scatter_loops
 
 
 def compile_notebook(path: str, options: CompileOptions | None = None) -> Workflow:
@@ -20,6 +21,8 @@ def compile_notebook(path: str, options: CompileOptions | None = None) -> Workfl
     notebook = read_notebook(path)
     flow = build_dataflow(analyse_notebook(notebook))
     workflow = build_workflow(flow)
+    if options.scatter:
+        workflow = scatter_loops(workflow, options.chunks)
     if options.fuse:
         workflow = fuse_linear_chains(workflow)
     try:

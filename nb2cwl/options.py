@@ -12,3 +12,5 @@ class CompileOptions:
     fuse: bool = False  # merge linear chains of steps that gain no parallelism
     python: str = "python3"  # interpreter the steps run with (found on PATH at run time)
     force: bool = False  # write into an existing directory holding other files
+    scatter: bool = True  # run safe loops and comprehensions as scatter/gather
+    chunks: int = 0  # items per scatter are cut into this many chunks (0: one per core)

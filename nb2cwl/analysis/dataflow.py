@@ -47,13 +47,24 @@ class Dataflow:
     cells: list[CellFlow]
     external_files: dict[str, str]  # relative path -> "File" or "Directory"
     diagnostics: list[Diagnostic]
+    _index: dict[int, CellFlow] = field(default_factory=dict, repr=False)
+    _consumers: dict[int, list[tuple[CellFlow, Input]]] | None = field(default=None, repr=False)
 
     def cell(self, index: int) -> CellFlow:
         """The CellFlow of cell `index`."""
-        for flow in self.cells:
-            if flow.index == index:
-                return flow
-        raise KeyError(index)
+        if len(self._index) != len(self.cells):
+            self._index = {flow.index: flow for flow in self.cells}
+        return self._index[index]
+
+    def consumers(self, index: int) -> list[tuple[CellFlow, Input]]:
+        """Every (cell, input) that takes a value from cell `index`."""
+        if self._consumers is None:
+            self._consumers = {}
+            for flow in self.cells:
+                for item in flow.inputs:
+                    if item.producer is not None:
+                        self._consumers.setdefault(item.producer, []).append((flow, item))
+        return self._consumers.get(index, [])
 
 
 def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:

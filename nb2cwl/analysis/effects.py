@@ -59,3 +59,4 @@ class FunctionSummary:
     param_mutations: frozenset[str] = frozenset()
     methods: frozenset[str] = frozenset()  # for classes: method names
     is_class: bool = False
+    decorators: frozenset[str] = frozenset()  # names of its decorators (parallel_task, ...)

@@ -11,6 +11,7 @@ from astroid.exceptions import AstroidError
 
 from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects
+from nb2cwl.analysis.skeletons import Blocked, MapSkeleton, find_skeleton
 from nb2cwl.analysis.state import Definition, NamespaceState
 from nb2cwl.analysis.walker import BUILTIN_NAMES, EffectWalker
 from nb2cwl.errors import Diagnostic
@@ -33,6 +34,8 @@ class CellAnalysis:
     unserializable: dict[str, tuple[str, int]] = field(default_factory=dict)  # name->(what,line)
     alias_groups: list[frozenset[str]] = field(default_factory=list)
     star_imports: list[Definition] = field(default_factory=list)
+    skeleton: MapSkeleton | None = None
+    blocked: list[Blocked] = field(default_factory=list)
 
 
 @dataclass
@@ -49,15 +52,17 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
     diagnostics: list[Diagnostic] = []
     directives = {c.index: read_directives(c, notebook.name) for c in notebook.code_cells}
     active = [c for c in notebook.code_cells if not directives[c.index].skip]
-    module, spans = _whole_module(active)
+    module, spans, offsets = _whole_module(active)
     inferrer = _TypeInferrer()
     state = NamespaceState()
     results: list[CellAnalysis] = []
     for cell in active:
         body = spans.get(cell.index)
+        offset = offsets.get(cell.index, 0)
         if body is None:  # the cell could not be placed in the whole module: parse it alone
             body = astroid.parse(cell.code, module_name=f"cell_{cell.index}").body
-        analysis = _analyse_cell(cell, directives[cell.index], body, state, inferrer)
+            offset = 0
+        analysis = _analyse_cell(cell, directives[cell.index], body, state, inferrer, offset)
         _relative_lines(analysis, body)
         results.append(analysis)
     del module
@@ -81,12 +86,21 @@ def _analyse_cell(
     body: list[nodes.NodeNG],
     state: NamespaceState,
     inferrer: _TypeInferrer,
+    offset: int,
 ) -> CellAnalysis:
     walker = EffectWalker(state, cell.index, inferrer)
     replayable_statements = 0
     unserializable: dict[str, tuple[str, int]] = {}
     stars: list[Definition] = []
+    skeleton: MapSkeleton | None = None
+    blocked: list[Blocked] = []
     for number, stmt in enumerate(body):
+        if skeleton is None and walker.depth == 0:
+            found = find_skeleton(stmt, state, cell.index, cell.code, offset, inferrer)
+            if isinstance(found, MapSkeleton):
+                skeleton = found
+            elif isinstance(found, Blocked):
+                blocked.append(found)
         definition = _replayable(stmt, state, cell.index, number)
         walker.statement(stmt)
         if definition is not None:
@@ -119,7 +133,7 @@ def _analyse_cell(
     groups = sorted({state.alias_group(n) for n in effects.writes | effects.mutates
                      if len(state.alias_group(n)) > 1}, key=sorted)
     return CellAnalysis(cell, directives, effects, finals, definition_only, unserializable,
-                        groups, stars)
+                        groups, stars, skeleton, blocked)
 
 
 def _relative_lines(analysis: CellAnalysis, body: list[nodes.NodeNG]) -> None:
@@ -268,7 +282,9 @@ def _generator_function(name: nodes.Name) -> str | None:
     return None
 
 
-def _whole_module(cells: list[Cell]) -> tuple[nodes.Module | None, dict[int, list]]:
+def _whole_module(
+    cells: list[Cell],
+) -> tuple[nodes.Module | None, dict[int, list], dict[int, int]]:
     """One astroid module of every cell in order (inference sees across cells)."""
     chunks: list[str] = []
     starts: list[tuple[int, int, int]] = []  # (first line, last line, cell index)
@@ -282,7 +298,7 @@ def _whole_module(cells: list[Cell]) -> tuple[nodes.Module | None, dict[int, lis
     try:
         module = astroid.parse("".join(chunks), module_name="__notebook__")
     except (AstroidError, SyntaxError, ValueError, RecursionError):
-        return None, {}
+        return None, {}, {}
     spans: dict[int, list] = {index: [] for _, _, index in starts}
     position = 0
     for stmt in module.body:
@@ -290,7 +306,8 @@ def _whole_module(cells: list[Cell]) -> tuple[nodes.Module | None, dict[int, lis
             position += 1
         if position < len(starts):
             spans[starts[position][2]].append(stmt)
-    return module, spans
+    offsets = {index: first - 1 for first, _, index in starts}
+    return module, spans, offsets
 
 
 class _TypeInferrer:

@@ -589,8 +589,11 @@ def summarize_function(
     else:
         walker.statements(node.body)
     name = getattr(node, "name", "<lambda>")
+    decorators = frozenset(
+        d.attrname if isinstance(d, nodes.Attribute) else getattr(d, "name", "")
+        for d in (node.decorators.nodes if getattr(node, "decorators", None) else []))
     return FunctionSummary(name, cell_index, walker.fx, tuple(params),
-                           frozenset(walker.param_mutations))
+                           frozenset(walker.param_mutations), decorators=decorators)
 
 
 def summarize_class(

@@ -22,7 +22,12 @@ def executed_name(workflow: Workflow) -> str:
 
 def has_values(step: Step) -> bool:
     """True when later steps load variables or rng state from `step`."""
-    return any(not v.startswith("file:") for v in step.outputs)
+    return any(not v.startswith(("file:", "skeleton:")) for v in step.outputs)
+
+
+def collections(step: Step) -> int:
+    """How many chunked collections a split step writes (two for zip or nested loops)."""
+    return len(step.plan.iterables) if step.plan is not None else 0
 
 
 def step_tool(workflow: Workflow, step: Step, python: str) -> cwl.CommandLineTool:
@@ -38,6 +43,7 @@ def step_tool(workflow: Workflow, step: Step, python: str) -> cwl.CommandLineToo
         inputs.append(cwl.CommandInputParameter(
             id=port, type_=_port_type(port, workflow),
             inputBinding=cwl.CommandLineBinding(position=2, prefix=prefix)))
+    inputs += _skeleton_inputs(step)
     outputs = [cwl.CommandOutputParameter(
         id="report", type_="File", outputBinding=cwl.CommandOutputBinding(glob=REPORT_GLOB))]
     if has_values(step):
@@ -48,6 +54,7 @@ def step_tool(workflow: Workflow, step: Step, python: str) -> cwl.CommandLineToo
         outputs.append(cwl.CommandOutputParameter(
             id="files", type_="Directory",
             outputBinding=cwl.CommandOutputBinding(glob=FILES_GLOB)))
+    outputs += _skeleton_outputs(step)
     cells = ", ".join(str(c.index) for c in step.cells)
     return cwl.CommandLineTool(
         cwlVersion="v1.2",
@@ -64,7 +71,7 @@ def step_ports(workflow: Workflow, step: Step) -> list[tuple[str, str]]:
     """(input port id, command-line prefix) for every value, files and external input."""
     ports: dict[str, str] = {}
     for item in step.inputs:
-        if not item.var.startswith("file:"):
+        if not item.var.startswith(("file:", "skeleton:")):
             ports[f"values_{item.producer}"] = f"--values-{item.producer}"
     for entry in file_plan(workflow, step):
         if "external" in entry:
@@ -72,6 +79,38 @@ def step_ports(workflow: Workflow, step: Step) -> list[tuple[str, str]]:
         else:
             ports[f"files_{entry['from']}"] = f"--files-{entry['from']}"
     return sorted(ports.items())
+
+
+def _skeleton_inputs(step: Step) -> list[cwl.CommandInputParameter]:
+    if step.role == "map":
+        return [cwl.CommandInputParameter(
+            id=f"chunk_{n}", type_="File",
+            inputBinding=cwl.CommandLineBinding(position=3, prefix=f"--chunk-{n}"))
+            for n in range(collections(step))]
+    if step.role == "gather":
+        results: object = cwl.CommandInputArraySchema(items="File", type_="array")
+        if step.plan is not None and step.plan.method == "nested_crossproduct":
+            results = cwl.CommandInputArraySchema(items=results, type_="array")
+        return [
+            cwl.CommandInputParameter(id="results", type_=results, inputBinding=(
+                cwl.CommandLineBinding(position=4, prefix="--results"))),
+            cwl.CommandInputParameter(id="prefix_report", type_="File", inputBinding=(
+                cwl.CommandLineBinding(position=3, prefix="--prefix-report"))),
+        ]
+    return []
+
+
+def _skeleton_outputs(step: Step) -> list[cwl.CommandOutputParameter]:
+    if step.role == "split":
+        return [cwl.CommandOutputParameter(
+            id=f"chunks_{n}", type_=cwl.CommandOutputArraySchema(items="File", type_="array"),
+            outputBinding=cwl.CommandOutputBinding(glob=f"nb2cwl-out/chunks_{n}/*.pkl"))
+            for n in range(collections(step))]
+    if step.role == "map":
+        return [cwl.CommandOutputParameter(
+            id="results", type_="File",
+            outputBinding=cwl.CommandOutputBinding(glob="nb2cwl-out/results.pkl"))]
+    return []
 
 
 def _port_type(port: str, workflow: Workflow) -> str:
@@ -150,8 +189,24 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
             out.append("values")
         if step.writes_files:
             out.append("files")
+        scatter, method = None, None
+        if step.role == "map":
+            split = step.name.removesuffix("_map") + "_split"
+            ports = [f"chunk_{n}" for n in range(collections(step))]
+            wiring += [cwl.WorkflowStepInput(id=p, source=f"{split}/chunks_{p[-1]}")
+                       for p in ports]
+            out = ["results"]
+            scatter = ports if len(ports) > 1 else ports[0]
+            method = step.plan.method if len(ports) > 1 else None  # type: ignore[union-attr]
+        elif step.role == "gather":
+            base = step.name.removesuffix("_gather")
+            wiring += [cwl.WorkflowStepInput(id="results", source=f"{base}_map/results"),
+                       cwl.WorkflowStepInput(id="prefix_report", source=f"{base}_split/report")]
+        elif step.role == "split":
+            out += [f"chunks_{n}" for n in range(collections(step))]
         steps.append(cwl.WorkflowStep(id=step.name, run=f"tools/{step.name}.cwl", in_=wiring,
-                                      out=out, label="cell(s) "
+                                      out=out, scatter=scatter, scatterMethod=method,
+                                      label="cell(s) "
                                       + ", ".join(str(c.index) for c in step.cells)))
     assemble_in = [
         cwl.WorkflowStepInput(id="script", source="script_assemble"),
@@ -159,9 +214,10 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
         cwl.WorkflowStepInput(id="notebook", source="notebook"),
         cwl.WorkflowStepInput(id="output_name", source="executed_name"),
     ]
-    if workflow.steps:
+    reporting = [s for s in workflow.steps if s.role != "map"]
+    if reporting:
         assemble_in.append(cwl.WorkflowStepInput(
-            id="reports", source=[f"{s.name}/report" for s in workflow.steps],
+            id="reports", source=[f"{s.name}/report" for s in reporting],
             linkMerge="merge_flattened"))
     outputs = [cwl.WorkflowOutputParameter(id="executed_notebook", type_="File",
                                            outputSource="assemble/executed_notebook")]
@@ -181,7 +237,9 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
         inputs=inputs,
         outputs=outputs,
         steps=steps,
-        requirements=[cwl.MultipleInputFeatureRequirement()],
+        requirements=[cwl.MultipleInputFeatureRequirement()] + (
+            [cwl.ScatterFeatureRequirement()]
+            if any(s.role == "map" for s in workflow.steps) else []),
     )
 
 

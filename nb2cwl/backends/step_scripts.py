@@ -31,7 +31,7 @@ def step_spec(workflow: Workflow, step: Step) -> dict:
     """The JSON-able description of `step` its runtime reads."""
     definitions = _visible_definitions(workflow, step)
     inputs = [{"var": i.var, "from": i.producer} for i in step.inputs
-              if not i.var.startswith("file:")]
+              if not i.var.startswith(("file:", "skeleton:"))]
     return {
         "step": step.name,
         "notebook": workflow.notebook_name,
@@ -44,8 +44,10 @@ def step_spec(workflow: Workflow, step: Step) -> dict:
         "replay": list(step.replay),
         "inputs": inputs,
         "files": file_plan(workflow, step),
-        "outputs": [v for v in step.outputs if not v.startswith("file:")],
+        "outputs": [v for v in step.outputs if not v.startswith(("file:", "skeleton:"))],
         "groups": [list(g) for g in step.alias_groups],
+        "role": step.role,
+        "plan": step.plan.to_json() if step.plan is not None and step.is_skeleton_part else None,
     }
 
 

@@ -42,6 +42,32 @@ class StepInput:
 
 
 @dataclass(frozen=True)
+class MapPlan:
+    """How a cell's loop or comprehension is split, scattered and gathered (runtime payload)."""
+
+    form: str
+    method: str  # "scatter", "dotproduct" or "nested_crossproduct"
+    line: int
+    prefix_code: str
+    iterables: tuple[str, ...]
+    targets: tuple[str, ...]
+    conditions: tuple[str, ...]
+    element: str | None
+    result: str
+    body: str | None
+    accumulators: tuple[str, ...]
+    gather_code: str
+    reads: tuple[str, ...]
+    loop_locals: tuple[str, ...]
+    chunks: int = 0  # 0: one chunk per available core, capped by the item count
+    gpu: bool = False
+
+    def to_json(self) -> dict:
+        """The plan as plain JSON data for the step runtime."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
 class Step:
     """One CWL step: one or more notebook cells run in one process."""
 
@@ -55,11 +81,19 @@ class Step:
     sees_all_files: bool = False  # the step may touch any file: stage every earlier file
     target: str | None = None  # deployment name, when the user bound the step to one
     reasons: tuple[str, ...] = ()  # why the step has this shape (merges, fusions, fallbacks)
+    role: str = "cell"  # "cell"; for a scattered loop: "split", "map" or "gather"
+    plan: MapPlan | None = None  # the loop's plan (cell steps that can be scattered, and
+    #                              the split/map/gather steps made from them)
 
     @property
     def first_cell(self) -> int:
         """Index of the step's first cell."""
         return self.cells[0].index
+
+    @property
+    def is_skeleton_part(self) -> bool:
+        """True for the split, map and gather steps of a scattered loop."""
+        return self.role != "cell"
 
     def depends_on(self) -> tuple[str, ...]:
         """Names of the steps this step loads values from."""

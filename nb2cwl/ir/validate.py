@@ -15,16 +15,23 @@ class InvalidWorkflow(ValueError):
 
 def topological_order(workflow: Workflow) -> list[str]:
     """Step names so that every step comes after the steps it loads from; raise on a cycle."""
-    pending = {s.name: set(s.depends_on()) for s in workflow.steps}
+    waiting = {s.name: len(set(s.depends_on())) for s in workflow.steps}
+    consumers: dict[str, list[str]] = {}
+    for step in workflow.steps:
+        for producer in set(step.depends_on()):
+            consumers.setdefault(producer, []).append(step.name)
+    ready = sorted(name for name, count in waiting.items() if count == 0)
     order: list[str] = []
-    while pending:
-        ready = sorted(name for name, deps in pending.items() if not deps - set(order))
-        if not ready:
-            cycle = ", ".join(sorted(pending))
-            raise InvalidWorkflow(f"the steps depend on each other in a cycle: {cycle}")
-        for name in ready:
-            order.append(name)
-            del pending[name]
+    while ready:
+        name = ready.pop()
+        order.append(name)
+        for consumer in consumers.get(name, []):
+            waiting[consumer] -= 1
+            if waiting[consumer] == 0:
+                ready.append(consumer)
+    if len(order) != len(waiting):
+        cycle = ", ".join(sorted(set(waiting) - set(order)))
+        raise InvalidWorkflow(f"the steps depend on each other in a cycle: {cycle}")
     return order
 
 
@@ -33,19 +40,20 @@ def validate_workflow(workflow: Workflow) -> None:
     names = [s.name for s in workflow.steps]
     if len(set(names)) != len(names):
         raise InvalidWorkflow(f"duplicate step names: {sorted(names)}")
+    by_name = {s.name: s for s in workflow.steps}
+    known = {r.key for r in workflow.replays}
     for step in workflow.steps:
         if not _CWL_ID.match(step.name):
             raise InvalidWorkflow(f"step name {step.name!r} is not a valid CWL identifier")
         for item in step.inputs:
             if item.producer is None:
                 continue
-            if item.producer not in names:
+            if item.producer not in by_name:
                 raise InvalidWorkflow(f"{step.name} loads {item.var} from unknown {item.producer}")
-            producer = workflow.step(item.producer)
+            producer = by_name[item.producer]
             if item.var not in producer.outputs and not item.var.startswith("file:"):
                 raise InvalidWorkflow(f"{step.name} loads {item.var}, which {producer.name} "
                                       "does not output")
-        known = {r.key for r in workflow.replays}
         for key in step.replay:
             if key not in known:
                 raise InvalidWorkflow(f"{step.name} replays unknown definition {key}")

@@ -5,9 +5,20 @@ from __future__ import annotations
 import re
 
 from nb2cwl.analysis.dataflow import Dataflow
+from nb2cwl.analysis.skeletons import MapSkeleton
 from nb2cwl.errors import Diagnostic, DirectiveError
 from nb2cwl.frontend.reader import safe_name
-from nb2cwl.ir.model import CellCode, CellView, Edge, Replay, Step, StepInput, Workflow
+from nb2cwl.ir.model import (
+    CellCode,
+    CellView,
+    Edge,
+    Fallback,
+    MapPlan,
+    Replay,
+    Step,
+    StepInput,
+    Workflow,
+)
 
 
 def build_workflow(flow: Dataflow) -> Workflow:
@@ -62,6 +73,9 @@ def build_workflow(flow: Dataflow) -> Workflow:
         cells=views,
         external_files=tuple(sorted(flow.external_files.items())),
         diagnostics=tuple(diagnostics),
+        fallbacks=tuple(
+            Fallback(b.cell_index, f"line {b.line}: {b.reason}; the loop runs sequentially")
+            for c in flow.cells for b in c.analysis.blocked),
     )
 
 
@@ -85,12 +99,9 @@ def _make_step(
             inputs.setdefault(item.var, StepInput(item.var, producer, item.producer))
         for definition in cell_flow.replay:
             replay[definition.key] = None
-        for other in flow.cells:
-            if other.index in inside:
-                continue
-            for item in other.inputs:
-                if item.producer == cell_flow.index:
-                    outputs.add(item.var)
+        for other, item in flow.consumers(cell_flow.index):
+            if other.index not in inside:
+                outputs.add(item.var)
         groups |= {tuple(sorted(g)) for g in analysis.alias_groups}
         target = target or analysis.directives.target
     writes_files = any(c.analysis.effects.file_writes or c.analysis.effects.opaque_io
@@ -105,22 +116,40 @@ def _make_step(
     reasons = (f"cells {', '.join(map(str, indices))} merged by tag nb2cwl:step={name}",) \
         if len(indices) > 1 else ()
     kept_groups = tuple(g for g in sorted(groups) if len(set(g) & outputs) > 1)
+    plan = _plan(cells[0].analysis.skeleton) if len(cells) == 1 else None
     return Step(name, code, tuple(sorted(inputs.values(), key=lambda i: i.var)),
                 tuple(sorted(outputs)), tuple(replay), kept_groups, writes_files, sees_all,
-                target, reasons)
+                target, reasons, plan=plan)
+
+
+def _plan(skeleton: MapSkeleton | None) -> MapPlan | None:
+    if skeleton is None:
+        return None
+    return MapPlan(
+        form=skeleton.form, method=skeleton.method, line=skeleton.line,
+        prefix_code=skeleton.prefix_code, iterables=skeleton.iterables,
+        targets=skeleton.targets, conditions=skeleton.conditions, element=skeleton.element,
+        result=skeleton.result, body=skeleton.body, accumulators=skeleton.accumulators,
+        gather_code=skeleton.gather_code, reads=skeleton.reads,
+        loop_locals=skeleton.loop_locals, gpu=skeleton.gpu)
 
 
 def _check_merges(flow: Dataflow, step_of: dict[int, str], notebook: str) -> None:
     """A merged step must not hand an outside cell a value a later cell in it overwrote."""
+    members: dict[str, list] = {}
+    for cell_flow in flow.cells:
+        if cell_flow.index in step_of:
+            members.setdefault(step_of[cell_flow.index], []).append(cell_flow)
+    merged = {name for name, cells in members.items() if len(cells) > 1}
     for cell_flow in flow.cells:
         for item in cell_flow.inputs:
             if item.producer is None:
                 continue
             step = step_of.get(item.producer)
-            if step is None or step_of.get(cell_flow.index) == step:
+            if step not in merged or step_of.get(cell_flow.index) == step:
                 continue
-            later = [c for c in flow.cells if step_of.get(c.index) == step
-                     and c.index > item.producer and _defines(c, item.var)]
+            later = [c for c in members[step]
+                     if c.index > item.producer and _defines(c, item.var)]
             if later:
                 raise DirectiveError(
                     f"cells tagged nb2cwl:step={step} cannot run as one step: cell "

@@ -14,10 +14,14 @@ def fuse_linear_chains(workflow: Workflow) -> Workflow:
     while changed:
         changed = False
         for producer in steps:
+            if producer.is_skeleton_part:
+                continue
             consumers = [s for s in steps if producer.name in s.depends_on()]
             if len(consumers) != 1:
                 continue
             consumer = consumers[0]
+            if consumer.is_skeleton_part:
+                continue
             if consumer.depends_on() != (producer.name,) or producer.target != consumer.target:
                 continue
             merged = _merge(producer, consumer)

@@ -7,24 +7,12 @@ import os
 import shutil
 from typing import Any
 
-
-def parse_lists(argv: list[str]) -> dict[str, list[str]]:
-    """`--name v1 v2 ...` groups as a dict of lists."""
-    groups: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for word in argv:
-        if word.startswith("--"):
-            current = groups.setdefault(word[2:], [])
-        elif current is None:
-            raise SystemExit(f"nb2cwl assemble: unexpected argument {word!r}")
-        else:
-            current.append(word)
-    return groups
+from .arguments import parse_arguments
 
 
 def assemble(argv: list[str]) -> int:
     """Write the executed notebook (and merged files) into the working directory."""
-    args = parse_lists(argv)
+    args = parse_arguments(argv)
     with open(args["notebook"][0], encoding="utf-8") as handle:
         notebook: dict[str, Any] = json.load(handle)
     results: dict[int, dict[str, Any]] = {}

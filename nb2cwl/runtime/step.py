@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import asyncio
 import builtins
 import inspect
 import json
@@ -15,7 +14,8 @@ import traceback
 import types
 from typing import Any
 
-from . import files, values
+from . import files, skeleton, values
+from .arguments import Arguments, parse_arguments
 from .capture import OutputCapture, display
 from .shell import StepShell
 
@@ -33,16 +33,6 @@ class CellFailed(Exception):
         self.outputs = outputs
 
 
-def parse_arguments(argv: list[str]) -> dict[str, str]:
-    """`--name value` pairs as a dict (the step's command line is generated, never typed)."""
-    pairs: dict[str, str] = {}
-    for flag, value in zip(argv[::2], argv[1::2], strict=False):
-        if not flag.startswith("--"):
-            raise SystemExit(f"nb2cwl step: unexpected argument {flag!r}")
-        pairs[flag[2:]] = value
-    return pairs
-
-
 def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     """Run the step described by `spec`; return the process exit status."""
     args = parse_arguments(argv)
@@ -56,7 +46,7 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
         home = os.path.join(root, "nb2cwl-home")
         os.makedirs(home, exist_ok=True)
         os.environ["HOME"] = home
-    namespace = _user_namespace()
+    namespace = _user_namespace(_mentions_ipython(spec))
     _stage_files(spec, args, root)
     before = files.snapshot(root)
     definitions = {d["key"]: d for d in spec.get("definitions", [])}
@@ -82,6 +72,7 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
 
     report: dict[str, Any] = {"step": spec["step"], "cells": [], "started": time.time(),
                               "pid": os.getpid()}
+    replayable = {n for d in definitions.values() for n in d["names"]}
     status = 0
     try:
         for key in spec.get("replay", []):
@@ -90,15 +81,9 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
         for item in spec.get("inputs", []):
             by_producer.setdefault(item["from"], []).append(item["var"])
         for producer, names in by_producer.items():  # one call each: shared objects stay shared
-            source = args.get(f"values-{producer}")
-            if source is None:
-                raise SystemExit(f"nb2cwl step: no --values-{producer} given")
+            source = args.one(f"values-{producer}")
             values.load_values(source, names, namespace, ensure_defined)
-        for cell in spec["cells"]:
-            outputs = _run_cell(cell, namespace, spec)
-            report["cells"].append({"index": cell["index"], "outputs": outputs,
-                                    "execution_count": cell["execution_count"]})
-        replayable = {n for d in definitions.values() for n in d["names"]}
+        _run_role(spec, args, namespace, out, report, replayable)
         values.save_values(namespace, spec.get("outputs", []), spec.get("groups", []),
                            os.path.join(out, "values"), replayable)
     except CellFailed as failure:
@@ -120,15 +105,57 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     return status
 
 
-def _user_namespace() -> dict[str, Any]:
+def _run_role(spec: dict[str, Any], args: Arguments, namespace: dict[str, Any], out: str,
+              report: dict[str, Any], replayable: set[str]) -> None:
+    role = spec.get("role", "cell")
+    if role == "cell":
+        for cell in spec["cells"]:
+            outputs = _run_cell(cell, namespace, spec)
+            report["cells"].append({"index": cell["index"], "outputs": outputs,
+                                    "execution_count": cell["execution_count"]})
+        return
+    cell, plan = spec["cells"][0], spec["plan"]
+
+    def run_code(code: str, display: bool) -> list[dict[str, Any]]:
+        return _run_cell({**cell, "code": code, "quiet": cell["quiet"] or not display},
+                         namespace, spec)
+
+    if role == "split":
+        report["prefix_outputs"] = skeleton.split(plan, namespace, out, run_code, replayable)
+    elif role == "map":
+        chunk_files = [args.one(f"chunk-{n}") for n in range(len(plan["iterables"]))]
+        try:
+            skeleton.run_items(plan, namespace, chunk_files, out, replayable)
+        except values.TransferError:
+            raise
+        except Exception as exc:
+            message = (f"nb2cwl: step {spec['step']} failed at {spec['notebook']}, cell "
+                       f"{cell['index']} (id {cell['id']}), line {plan['line']}, in an "
+                       f"iteration of the loop:\n{type(exc).__name__}: {exc}")
+            raise CellFailed(cell, exc, message, []) from exc
+    elif role == "gather":
+        with open(args.one("prefix-report"), encoding="utf-8") as handle:
+            prefix = json.load(handle).get("prefix_outputs", [])
+        outputs = skeleton.gather(plan, namespace, args.get("results", []), prefix, run_code)
+        report["cells"].append({"index": cell["index"], "outputs": outputs,
+                                "execution_count": cell["execution_count"]})
+
+
+def _user_namespace(patch_ipython: bool) -> dict[str, Any]:
     module = types.ModuleType("__main__")
     namespace = module.__dict__
     shell = StepShell(namespace)
     namespace.update({"__builtins__": builtins, "display": display,
                       "get_ipython": lambda: shell})
     sys.modules["__main__"] = module
-    _patch_ipython_display()
+    if patch_ipython:  # importing IPython costs ~60 ms: only when the code uses it
+        _patch_ipython_display()
     return namespace
+
+
+def _mentions_ipython(spec: dict[str, Any]) -> bool:
+    texts = [c["code"] for c in spec["cells"]] + [d["code"] for d in spec.get("definitions", [])]
+    return any("IPython" in text for text in texts)
 
 
 def _patch_ipython_display() -> None:
@@ -142,13 +169,13 @@ def _patch_ipython_display() -> None:
     public.display = display  # type: ignore[assignment]
 
 
-def _stage_files(spec: dict[str, Any], args: dict[str, str], root: str) -> None:
+def _stage_files(spec: dict[str, Any], args: Arguments, root: str) -> None:
     """Stage files in the order they were written: later writers win, as in Jupyter."""
     for item in spec.get("files", []):
         if "external" in item:
-            files.stage(args[f"external-{item['external']}"], item["path"], root)
+            files.stage(args.one(f"external-{item['external']}"), item["path"], root)
         else:
-            files.stage_tree(args[f"files-{item['from']}"], root, item.get("paths"))
+            files.stage_tree(args.one(f"files-{item['from']}"), root, item.get("paths"))
 
 
 def _run_cell(cell: dict[str, Any], namespace: dict[str, Any],
@@ -188,6 +215,8 @@ def _execute(source: str, filename: str, namespace: dict[str, Any]) -> Any:
 
 def _run(code: types.CodeType, namespace: dict[str, Any]) -> Any:
     if code.co_flags & inspect.CO_COROUTINE:
+        import asyncio  # only cells with top-level await need it
+
         return asyncio.run(eval(code, namespace))
     return eval(code, namespace)
 

@@ -166,6 +166,16 @@ def _pickle(value: Any, path: str, replayable: set[str], label: str) -> list[str
     return sorted(pickler.needs)
 
 
+def dump_object(value: Any, path: str, replayable: set[str], label: str) -> list[str]:
+    """Pickle one object (chunks of items, loop results) like a value between steps."""
+    return _pickle(value, path, replayable, label)
+
+
+def load_object(path: str, namespace: dict[str, Any]) -> Any:
+    """Load an object written by dump_object, functions bound to the live namespace."""
+    return _unpickle(path, namespace)
+
+
 def _save_rng(state: str, directory: str) -> None:
     if state == "rng:random":
         import random
