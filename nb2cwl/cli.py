@@ -27,6 +27,8 @@ Compile a Jupyter notebook into a CWL v1.2 workflow that StreamFlow runs.
   nb2cwl explain NOTEBOOK.ipynb [--json] steps, edges and why
   nb2cwl graph NOTEBOOK.ipynb -o dag.svg the step graph (.svg, .dot or .mmd)
 
+Loops and comprehensions whose iterations are independent run as a scatter over chunks,
+gathered back in order (see --chunks, --no-scatter); `nb2cwl explain` says which and why not.
 Cell tags: nb2cwl:skip (do not run the cell), nb2cwl:step=NAME (cells with the same NAME run
 as one step). Jupyter-Workflow 'workflow' cell metadata (step in/out, target) is honoured.
 """
@@ -37,6 +39,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fuse", action="store_true",
                         help="merge linear chains of cells that gain no parallelism from "
                              "separate steps into one step")
+    parser.add_argument("--no-scatter", action="store_true",
+                        help="run every loop sequentially, even where its iterations are "
+                             "independent")
+    parser.add_argument("--chunks", type=_positive, default=0, metavar="N",
+                        help="cut each scattered collection into N chunks (default: one per "
+                             "available core, at most one per item)")
     parser.add_argument("--debug", action="store_true",
                         help="show full tracebacks and StreamFlow's log")
 
@@ -65,6 +73,13 @@ def _parser() -> argparse.ArgumentParser:
     graph.add_argument("--format", choices=("svg", "dot", "mmd"),
                        help="output format (default: from the file extension)")
     return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
 
 
 def _output_options(parser: argparse.ArgumentParser, required: bool) -> None:
@@ -106,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     options = CompileOptions(fuse=args.fuse, python=getattr(args, "python", "python3"),
-                             force=getattr(args, "force", False))
+                             force=getattr(args, "force", False), scatter=not args.no_scatter,
+                             chunks=args.chunks)
     if args.command == "explain":
         workflow = compile_notebook(args.notebook, options)
         if args.json:
@@ -124,7 +140,17 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}")
         return 0
     out_dir = args.output or _default_output(args.notebook)
-    workflow, _ = compile_to_directory(args.notebook, out_dir, options)
+    engine = None
+    if args.command == "run":
+        from nb2cwl.launch import Engine
+
+        engine = Engine()  # StreamFlow starts up while the notebook compiles
+    try:
+        workflow, _ = compile_to_directory(args.notebook, out_dir, options)
+    except BaseException:
+        if engine is not None:
+            engine.cancel()
+        raise
     for diagnostic in workflow.diagnostics:
         if diagnostic.severity == "warning":
             print(f"nb2cwl: {diagnostic}", file=sys.stderr)
@@ -136,7 +162,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     if not args.quiet:
         print(f"compiled {workflow.notebook_name}: {len(workflow.steps)} steps in {out_dir}")
-    summary = run_workflow(workflow, out_dir, quiet=args.quiet, debug=args.debug)
+    summary = run_workflow(workflow, out_dir, quiet=args.quiet, debug=args.debug,
+                           engine=engine)
     print(f"finished in {summary.seconds:.1f} s: {len(workflow.steps)} steps")
     print(f"executed notebook: {summary.executed_notebook}")
     if summary.written_files:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -38,23 +39,53 @@ def next_results_dir(out_dir: str) -> str:
     return str(runs / str(max(taken, default=0) + 1))
 
 
+# Imports StreamFlow (most of its start-up time), then waits for its command line on stdin.
+# Not `python -m streamflow`: that entry point drops the exit status (0.2.0rc3).
+_BOOTSTRAP = (
+    "import json, sys\n"
+    "from streamflow.main import run\n"
+    "line = sys.stdin.readline()\n"
+    "if not line.strip():\n"
+    "    sys.exit(0)\n"
+    "sys.argv = ['streamflow', *json.loads(line)]\n"
+    "sys.exit(run())\n"
+)
+
+
+class Engine:
+    """A StreamFlow process started early, so its start-up overlaps with compiling."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        # steps run `python3` from PATH: make it this environment's interpreter
+        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _BOOTSTRAP], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+
+    def start(self, arguments: list[str]) -> subprocess.Popen[str]:
+        """Hand StreamFlow its command line; it starts running the workflow."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(arguments) + "\n")
+        self.process.stdin.close()
+        return self.process
+
+    def cancel(self) -> None:
+        """Compilation failed: let the waiting process go."""
+        if self.process.poll() is None:
+            _stop(self.process)
+
+
 def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
-                 debug: bool = False) -> RunSummary:
+                 debug: bool = False, engine: Engine | None = None) -> RunSummary:
     """Run `out_dir/streamflow.yml`; raise RunError with the failing cell when a step fails."""
     results = next_results_dir(out_dir)
-    env = dict(os.environ)
-    # steps run `python3` from PATH: make it this environment's interpreter
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    # not `python -m streamflow`: that entry point drops the exit status (0.2.0rc3)
-    command = [sys.executable, "-c", "import sys; from streamflow.main import run; "
-               "sys.exit(run())", "run", "--outdir", results,
-               os.path.join(out_dir, "streamflow.yml")]
     total = len(workflow.steps) + 1
     done: list[str] = []
     log: list[str] = []
     start = time.monotonic()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, env=env, start_new_session=True)
+    process = (engine or Engine()).start(
+        ["run", "--outdir", results, os.path.join(out_dir, "streamflow.yml")])
     try:
         assert process.stdout is not None
         for line in process.stdout:
