@@ -37,5 +37,6 @@ def compile_to_directory(path: str, out_dir: str,
     """Compile `path` and write the workflow into `out_dir`; return the IR and files written."""
     options = options or CompileOptions()
     workflow = compile_notebook(path, options)
-    written = write_workflow(workflow, out_dir, python=options.python, force=options.force)
+    written = write_workflow(workflow, out_dir, python=options.python, force=options.force,
+                             retries=options.retries, retry_delay=options.retry_delay)
     return workflow, written

@@ -77,6 +77,12 @@ class CellSyntaxError(Nb2CwlError):
     code = "syntax-error"
 
 
+class AnalysisError(Nb2CwlError):
+    """The analysis cannot handle a cell (and no safe fallback exists)."""
+
+    code = "analysis"
+
+
 class DirectiveError(Nb2CwlError):
     """An nb2cwl tag or Jupyter-Workflow metadata entry is malformed or contradictory."""
 

@@ -16,6 +16,7 @@ from nb2cwl.backends.cwl import executed_name
 from nb2cwl.errors import RunError
 from nb2cwl.ir.model import Workflow
 
+CACHE_DIR = ".nb2cwl-cache"
 _COMPLETED = re.compile(r"COMPLETED Step /(\S+)")
 _FAILED = re.compile(r"FAILED (?:Step|Job) /(\S+)")
 
@@ -55,8 +56,10 @@ _BOOTSTRAP = (
 class Engine:
     """A StreamFlow process started early, so its start-up overlaps with compiling."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache_dir: str | None = None) -> None:
         env = dict(os.environ)
+        if cache_dir:  # steps reuse outputs of earlier runs whose code and inputs match
+            env["NB2CWL_CACHE_DIR"] = os.path.abspath(cache_dir)
         # steps run `python3` from PATH: make it this environment's interpreter
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
         self.process = subprocess.Popen(
@@ -77,14 +80,16 @@ class Engine:
 
 
 def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
-                 debug: bool = False, engine: Engine | None = None) -> RunSummary:
+                 debug: bool = False, engine: Engine | None = None,
+                 cache: bool = True) -> RunSummary:
     """Run `out_dir/streamflow.yml`; raise RunError with the failing cell when a step fails."""
     results = next_results_dir(out_dir)
     total = len(workflow.steps) + 1
     done: list[str] = []
     log: list[str] = []
     start = time.monotonic()
-    process = (engine or Engine()).start(
+    engine = engine or Engine(os.path.join(out_dir, CACHE_DIR) if cache else None)
+    process = engine.start(
         ["run", "--outdir", results, os.path.join(out_dir, "streamflow.yml")])
     try:
         assert process.stdout is not None
@@ -107,12 +112,26 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     if status != 0:
         raise RunError(_failure(log, status))
     notebook = os.path.join(results, executed_name(workflow))
+    failure = _failure_in(notebook)
+    if failure:
+        raise RunError(f"{failure.removeprefix('nb2cwl: ')}\nthe executed notebook, up to that "
+                       f"cell, is {notebook}")
     written_root = os.path.join(results, "written-files")
     written = sorted(
         os.path.relpath(os.path.join(d, f), written_root)
         for d, _, fs in os.walk(written_root) for f in fs
     )
     return RunSummary(results, notebook, seconds, done, written)
+
+
+def _failure_in(notebook: str) -> str | None:
+    try:
+        with open(notebook, encoding="utf-8") as handle:
+            metadata = json.load(handle).get("metadata", {})
+    except (OSError, ValueError):
+        return None
+    failure = metadata.get("nb2cwl", {})
+    return failure.get("error") or None if "failed_cell" in failure else None
 
 
 def _cells_of(workflow: Workflow, name: str) -> str:

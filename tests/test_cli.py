@@ -182,7 +182,7 @@ def test_step_tag_merges_and_skip_tag_skips(tmp_path: Path,
     main(["explain", str(path), "--json"])
     data = json.loads(capsys.readouterr().out)
     steps = {s["name"]: s["cells"] for s in data["steps"]}
-    assert steps["prep"] == [1, 2]
+    assert steps["step_prep"] == [1, 2]
     assert [c["role"] for c in data["cells"] if c["index"] == 3] == ["skipped"]
 
 

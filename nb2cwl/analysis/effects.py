@@ -27,6 +27,8 @@ class Effects:
     literals: set[str] = field(default_factory=set)  # string constants that look like paths
     opaque_io: list[tuple[int, str]] = field(default_factory=list)  # (line, what): may write
     opaque_reads: list[tuple[int, str]] = field(default_factory=list)  # (line, what): reads only
+    # (line, what): code whose reads and writes of globals cannot be known (exec, globals())
+    opaque_namespace: list[tuple[int, str]] = field(default_factory=list)
     notes: list[tuple[int, str]] = field(default_factory=list)  # (line, explanation)
 
     def merge(self, other: Effects) -> None:
@@ -41,6 +43,7 @@ class Effects:
         self.literals |= other.literals
         self.opaque_io.extend(other.opaque_io)
         self.opaque_reads.extend(other.opaque_reads)
+        self.opaque_namespace.extend(other.opaque_namespace)
         self.notes.extend(other.notes)
 
 

@@ -14,7 +14,7 @@ from nb2cwl.analysis.effects import Effects
 from nb2cwl.analysis.skeletons import Blocked, MapSkeleton, find_skeleton
 from nb2cwl.analysis.state import Definition, NamespaceState
 from nb2cwl.analysis.walker import BUILTIN_NAMES, EffectWalker
-from nb2cwl.errors import Diagnostic
+from nb2cwl.errors import AnalysisError, Diagnostic
 from nb2cwl.frontend.directives import CellDirectives, read_directives
 from nb2cwl.frontend.model import Cell, Notebook
 
@@ -59,10 +59,16 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
     for cell in active:
         body = spans.get(cell.index)
         offset = offsets.get(cell.index, 0)
-        if body is None:  # the cell could not be placed in the whole module: parse it alone
-            body = astroid.parse(cell.code, module_name=f"cell_{cell.index}").body
-            offset = 0
-        analysis = _analyse_cell(cell, directives[cell.index], body, state, inferrer, offset)
+        try:
+            if body is None:  # the cell could not be placed in the whole module: parse alone
+                body = astroid.parse(cell.code, module_name=f"cell_{cell.index}").body
+                offset = 0
+            analysis = _analyse_cell(cell, directives[cell.index], body, state, inferrer,
+                                     offset)
+        except RecursionError:
+            raise AnalysisError("the cell is nested too deeply to analyse; split it into "
+                                "smaller expressions or functions",
+                                notebook.location(cell)) from None
         _relative_lines(analysis, body)
         results.append(analysis)
     del module
@@ -151,6 +157,7 @@ def _relative_lines(analysis: CellAnalysis, body: list[nodes.NodeNG]) -> None:
     fx.notes = [(fix(line), text) for line, text in fx.notes]
     fx.opaque_io = [(fix(line), text) for line, text in fx.opaque_io]
     fx.opaque_reads = [(fix(line), text) for line, text in fx.opaque_reads]
+    fx.opaque_namespace = [(fix(line), text) for line, text in fx.opaque_namespace]
     analysis.unserializable = {name: (what, fix(line))
                                for name, (what, line) in analysis.unserializable.items()}
 

@@ -247,6 +247,9 @@ class EffectWalker(FileEffects, ValueTypes):
         elif isinstance(node, nodes.Starred):
             self.target(node.value, value)
         elif isinstance(node, nodes.AssignAttr):
+            if root_name(node.expr) in self.state.imports and not self.function_mode:
+                self.fx.opaque_namespace.append((node.lineno, "an attribute store on a module "
+                                                              "changes state no step can pass on"))
             self.expression(node.expr)
             self.mutate_expr(node.expr, node.lineno, f"attribute store .{node.attrname}")
             self._link_value(node.expr, value)
@@ -388,6 +391,7 @@ class EffectWalker(FileEffects, ValueTypes):
             self.fx.file_writes |= fx.file_writes
             self.fx.opaque_io.extend(fx.opaque_io)
             self.fx.opaque_reads.extend(fx.opaque_reads)
+            self.fx.opaque_namespace.extend(fx.opaque_namespace)
         finally:
             self._applying.discard(name)
 
@@ -469,6 +473,7 @@ class EffectWalker(FileEffects, ValueTypes):
             sub(keyword.value)
         qualified = self.qualify(func)
         line = node.lineno or 0
+        self._opaque_namespace(node, qualified, line)
         self._hidden_rng(qualified)
         self._files(node, qualified, line)
         if qualified in kb.MUTATING_FUNCTIONS:
@@ -479,6 +484,16 @@ class EffectWalker(FileEffects, ValueTypes):
             self._user_call(func.name, node, line)
         elif isinstance(func, nodes.Attribute):
             self._method_call(node, func, line)
+
+    def _opaque_namespace(self, node: nodes.Call, qualified: str | None, line: int) -> None:
+        if qualified in ("exec", "eval", "globals", "locals") or (
+                qualified == "vars" and not node.args):
+            self.fx.opaque_namespace.append((line, f"{qualified}() reads or writes variables "
+                                                   "the analysis cannot see"))
+        elif (qualified in ("setattr", "delattr") and node.args
+              and root_name(node.args[0]) in self.state.imports):
+            self.fx.opaque_namespace.append((line, f"{qualified}() on a module changes state "
+                                                   "no step can pass on"))
 
     def _user_call(self, name: str, node: nodes.Call, line: int) -> None:
         if self.function_mode and name in self.locals:

@@ -47,6 +47,7 @@ def step_spec(workflow: Workflow, step: Step) -> dict:
         "outputs": [v for v in step.outputs if not v.startswith(("file:", "skeleton:"))],
         "groups": [list(g) for g in step.alias_groups],
         "role": step.role,
+        "uncacheable": step.sees_all_files,  # may depend on files outside its inputs
         "plan": step.plan.to_json() if step.plan is not None and step.is_skeleton_part else None,
     }
 

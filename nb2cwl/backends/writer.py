@@ -11,6 +11,7 @@ from ruamel.yaml import YAML
 
 from nb2cwl.backends import cwl as cwl_backend
 from nb2cwl.backends.job import job_document
+from nb2cwl.backends.recovery import recovery_settings
 from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE, assemble_script, step_script
 from nb2cwl.backends.streamflow import streamflow_config
 from nb2cwl.errors import OutputExistsError
@@ -29,10 +30,17 @@ def prepare_output_dir(out_dir: str, force: bool) -> None:
         raise OutputExistsError(f"{out_dir} exists and is not a directory")
     manifest = path / MANIFEST
     if manifest.exists():
-        # our own earlier output: remove exactly the files we wrote then
-        for rel in json.loads(manifest.read_text(encoding="utf-8")).get("files", []):
-            target = path / rel
-            if target.is_file() and not target.is_symlink():
+        # our own earlier output: remove exactly the files we wrote then, and nothing outside
+        try:
+            listed = json.loads(manifest.read_text(encoding="utf-8")).get("files", [])
+        except (ValueError, AttributeError):
+            raise OutputExistsError(f"{out_dir}/{MANIFEST} is damaged; remove it, or choose "
+                                    "another output directory") from None
+        root = path.resolve()
+        for rel in listed:
+            target = (path / str(rel)).resolve()
+            inside = root in target.parents
+            if inside and target.is_file() and not (path / str(rel)).is_symlink():
                 target.unlink()
         return
     if any(path.iterdir()) and not force:
@@ -42,7 +50,7 @@ def prepare_output_dir(out_dir: str, force: bool) -> None:
 
 
 def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
-                   force: bool = False) -> list[str]:
+                   force: bool = False, retries: int = 0, retry_delay: int = 0) -> list[str]:
     """Write workflow.cwl, tools, step scripts, runtime, job and streamflow.yml; list them."""
     prepare_output_dir(out_dir, force)
     root = Path(out_dir)
@@ -85,6 +93,8 @@ def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
     shutil.copyfile(workflow.notebook_path, root / notebook_copy)
     written.append(notebook_copy)
     put_yaml("job.yml", job_document(workflow, out_dir, RUNTIME_PACKAGE, notebook_copy))
-    put_yaml("streamflow.yml", streamflow_config(workflow, "workflow.cwl", "job.yml"))
+    config = streamflow_config(workflow, "workflow.cwl", "job.yml")
+    config.update(recovery_settings(retries, retry_delay))
+    put_yaml("streamflow.yml", config)
     put(MANIFEST, json.dumps({"generator": "nb2cwl", "files": sorted(written)}, indent=1) + "\n")
     return written

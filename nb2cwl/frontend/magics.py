@@ -22,6 +22,8 @@ SUPPORTED_CELL_MAGICS = frozenset(
 SKIPPED_MAGICS = frozenset({"pip", "conda"})
 
 _transformer = TransformerManager()
+TOO_DEEP = ("the cell is nested too deeply for Python to compile (it fails in Jupyter too); "
+            "split the expression")
 
 
 def convert_cell(source: str, where: Location) -> tuple[str, tuple[Magic, ...]]:
@@ -31,7 +33,12 @@ def convert_cell(source: str, where: Location) -> tuple[str, tuple[Magic, ...]]:
     except SyntaxError as exc:  # IPython raises for malformed magic syntax
         raise CellSyntaxError(f"cannot convert IPython syntax: {exc.msg}",
                               _at(where, exc.lineno)) from None
-    magics = tuple(find_magics(code))
+    except (RecursionError, MemoryError):
+        raise CellSyntaxError(TOO_DEEP, where) from None
+    try:
+        magics = tuple(find_magics(code))
+    except (RecursionError, MemoryError):
+        raise CellSyntaxError(TOO_DEEP, where) from None
     for magic in magics:
         known = SUPPORTED_CELL_MAGICS if magic.kind == "cell" else SUPPORTED_LINE_MAGICS
         if magic.kind != "shell" and magic.name not in known:

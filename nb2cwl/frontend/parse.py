@@ -23,4 +23,10 @@ def check_syntax(code: str, source: str, where: Location) -> None:
                                                 where.cell_id, line)) from None
     except (ValueError, RecursionError, MemoryError) as exc:
         kind = type(exc).__name__
-        raise CellSyntaxError(f"the cell cannot be parsed ({kind})", where) from None
+        raise CellSyntaxError(f"the cell cannot be parsed ({kind}): it is nested too deeply for "
+                              "Python to compile; split the expression", where) from None
+    try:
+        compile(code, "<cell>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    except (RecursionError, MemoryError):
+        raise CellSyntaxError("the cell is nested too deeply for Python to compile; split the "
+                              "expression", where) from None

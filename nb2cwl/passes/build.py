@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from nb2cwl.analysis.dataflow import Dataflow
 from nb2cwl.analysis.skeletons import MapSkeleton
 from nb2cwl.errors import Diagnostic, DirectiveError
@@ -28,10 +26,16 @@ def build_workflow(flow: Dataflow) -> Workflow:
     step_of: dict[int, str] = {}
     counts: dict[int, int] = {}
     count = 0
+    opaque = [(c.index, line, what) for c in flow.cells
+              for line, what in c.analysis.effects.opaque_namespace]
     for cell_flow in flow.cells:
         analysis = cell_flow.analysis
         count += 1
         counts[analysis.cell.index] = count
+        if opaque:  # the safe form: every cell in order, in one step, as in Jupyter
+            groups.setdefault(WHOLE_NOTEBOOK, []).append(analysis.cell.index)
+            step_of[analysis.cell.index] = WHOLE_NOTEBOOK
+            continue
         if analysis.definition_only and analysis.directives.step_name is None:
             continue
         wanted = analysis.directives.step_name
@@ -74,9 +78,14 @@ def build_workflow(flow: Dataflow) -> Workflow:
         external_files=tuple(sorted(flow.external_files.items())),
         diagnostics=tuple(diagnostics),
         fallbacks=tuple(
-            Fallback(b.cell_index, f"line {b.line}: {b.reason}; the loop runs sequentially")
-            for c in flow.cells for b in c.analysis.blocked),
+            [Fallback(b.cell_index, f"line {b.line}: {b.reason}; the loop runs sequentially")
+             for c in flow.cells for b in c.analysis.blocked]
+            + [Fallback(index, f"line {line}: {what}; the whole notebook runs as one "
+                               "sequential step") for index, line, what in opaque]),
     )
+
+
+WHOLE_NOTEBOOK = "whole_notebook"
 
 
 def _make_step(
@@ -98,7 +107,8 @@ def _make_step(
             producer = step_of.get(item.producer) if item.producer is not None else None
             inputs.setdefault(item.var, StepInput(item.var, producer, item.producer))
         for definition in cell_flow.replay:
-            replay[definition.key] = None
+            if definition.cell_index not in inside:  # cells of the step define it in order
+                replay[definition.key] = None
         for other, item in flow.consumers(cell_flow.index):
             if other.index not in inside:
                 outputs.add(item.var)
@@ -113,8 +123,13 @@ def _make_step(
                  counts[c.index], _quiet(c.analysis.cell.source))
         for c in cells
     )
-    reasons = (f"cells {', '.join(map(str, indices))} merged by tag nb2cwl:step={name}",) \
-        if len(indices) > 1 else ()
+    if name == WHOLE_NOTEBOOK:
+        reasons: tuple[str, ...] = ("the analysis cannot follow some cell's effects on the "
+                                    "namespace: every cell runs in order in this one step",)
+    elif len(indices) > 1:
+        reasons = (f"cells {', '.join(map(str, indices))} merged by tag nb2cwl:step={name}",)
+    else:
+        reasons = ()
     kept_groups = tuple(g for g in sorted(groups) if len(set(g) & outputs) > 1)
     plan = _plan(cells[0].analysis.skeleton) if len(cells) == 1 else None
     return Step(name, code, tuple(sorted(inputs.values(), key=lambda i: i.var)),
@@ -207,10 +222,8 @@ def _replay_position(replay: Replay) -> tuple[int, int]:
 
 
 def _step_name(wanted: str) -> str:
-    name = safe_name(wanted).replace("-", "_")
-    if not re.match(r"[A-Za-z]", name):
-        name = "step_" + name
-    return name
+    """A CWL-safe step id for a user's nb2cwl:step=NAME that no generated id can equal."""
+    return "step_" + safe_name(wanted).replace("-", "_")
 
 
 def _quiet(source: str) -> bool:

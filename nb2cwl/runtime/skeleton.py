@@ -10,6 +10,7 @@ from typing import Any
 
 from . import values
 from .capture import OutputCapture
+from .failure import user_traceback
 
 GATHERED = "__nb2cwl_gathered__"
 RECORD = "__nb2cwl_record__"
@@ -62,7 +63,7 @@ def _bounds(count: int, wanted: int) -> list[tuple[int, int]]:
 
 
 def run_items(plan: dict[str, Any], namespace: dict[str, Any], chunk_files: list[str],
-              out: str, replayable: set[str]) -> None:
+              out: str, replayable: set[str], where: str) -> None:
     """Run the per-item code for every item of this job's chunk(s), in order."""
     chunks = [values.load_object(path, namespace) for path in chunk_files]
     if plan["method"] == "dotproduct":
@@ -79,21 +80,32 @@ def run_items(plan: dict[str, Any], namespace: dict[str, Any], chunk_files: list
     records = []
     for key, item in items:
         with OutputCapture() as capture:
-            for binding, value in zip(bindings, item, strict=True):
-                namespace[ITEM] = value
-                exec(binding, namespace)
-            if body is not None:
-                ops: list[tuple[str, str, tuple]] = []
-                namespace[RECORD] = lambda name, op, args, ops=ops: ops.append((name, op, args))
-                exec(body, namespace)
-                result: tuple = ("ops", ops)
-            elif all(eval(c, namespace) for c in conditions):
-                result = ("value", eval(element, namespace))  # type: ignore[arg-type]
-            else:
-                result = ("skip",)
+            try:
+                result = _run_item(namespace, bindings, item, body, element, conditions)
+            except Exception as exc:  # the first failing item stops the loop, as in Jupyter
+                lines = user_traceback(exc)
+                capture.error(type(exc).__name__, str(exc), lines)
+                result = ("error", f"{where}:\n" + "\n".join(lines))
         records.append((key, capture.outputs, result))
+        if result[0] == "error":
+            break
     values.dump_object(records, os.path.join(out, "results.pkl"), replayable,
                        "the results of the loop")
+
+
+def _run_item(namespace: dict[str, Any], bindings: list, item: tuple, body: Any, element: Any,
+              conditions: list) -> tuple:
+    for binding, value in zip(bindings, item, strict=True):
+        namespace[ITEM] = value
+        exec(binding, namespace)
+    if body is not None:
+        ops: list[tuple[str, str, tuple]] = []
+        namespace[RECORD] = lambda name, op, args: ops.append((name, op, args))
+        exec(body, namespace)
+        return ("ops", ops)
+    if all(eval(c, namespace) for c in conditions):
+        return ("value", eval(element, namespace))
+    return ("skip",)
 
 
 def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[str],
@@ -107,6 +119,8 @@ def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[s
     gathered: list[Any] = []
     for _, item_outputs, result in records:
         outputs.extend(item_outputs)
+        if result[0] == "error":
+            raise LoopFailed(result[1], merge_streams(outputs))
         if result[0] == "value":
             gathered.append(result[1])
         elif result[0] == "ops":
@@ -119,6 +133,14 @@ def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[s
     finally:
         namespace.pop(GATHERED, None)
     return merge_streams(outputs)
+
+
+class LoopFailed(Exception):
+    """An iteration raised: the loop's outputs up to that item, then the error."""
+
+    def __init__(self, message: str, outputs: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.outputs = outputs
 
 
 def _as_result(kind: str, gathered: list[Any]) -> Any:

@@ -14,23 +14,13 @@ import traceback
 import types
 from typing import Any
 
-from . import files, skeleton, values
+from . import cache, files, skeleton, values
 from .arguments import Arguments, parse_arguments
 from .capture import OutputCapture, display
+from .failure import CellFailed, mark_failed, upstream_failure, user_traceback
 from .shell import StepShell
 
 OUT = "nb2cwl-out"
-
-
-class CellFailed(Exception):
-    """A cell raised; carries what the user needs to see."""
-
-    def __init__(self, cell: dict[str, Any], exc: BaseException, message: str,
-                 outputs: list[dict[str, Any]]) -> None:
-        super().__init__(message)
-        self.cell = cell
-        self.exc = exc
-        self.outputs = outputs
 
 
 def run_step(spec: dict[str, Any], argv: list[str]) -> int:
@@ -46,6 +36,12 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
         home = os.path.join(root, "nb2cwl-home")
         os.makedirs(home, exist_ok=True)
         os.environ["HOME"] = home
+    upstream = upstream_failure(args)
+    if upstream is not None:
+        return _skip(spec, out, upstream)
+    key = cache.cache_key(spec, args)
+    if key is not None and cache.restore(key, out):
+        return 0
     namespace = _user_namespace(_mentions_ipython(spec))
     _stage_files(spec, args, root)
     before = files.snapshot(root)
@@ -89,20 +85,43 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     except CellFailed as failure:
         report["cells"].append({"index": failure.cell["index"], "outputs": failure.outputs,
                                 "execution_count": failure.cell["execution_count"]})
-        report["error"] = str(failure)
-        sys.stderr.write(str(failure) + "\n")
-        status = 1
+        _record_failure(report, out, failure.cell["index"], str(failure))
     except values.TransferError as exc:
-        report["error"] = f"nb2cwl: {spec['notebook']}, step {spec['step']}: {exc}"
-        sys.stderr.write(report["error"] + "\n")
-        status = 1
+        last = spec["cells"][-1]
+        message = (f"nb2cwl: {spec['notebook']}, cell {last['index']} (id {last['id']}): "
+                   f"{exc}")
+        _record_failure(report, out, last["index"], message)
     finally:
         changed = files.capture_changes(root, before, os.path.join(out, "files"))
         report["files"] = changed
         report["finished"] = time.time()
         with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as handle:
             json.dump(report, handle, indent=1)
+    if key is not None and "failed_cell" not in report:
+        cache.store(key, out)
     return status
+
+
+def _record_failure(report: dict[str, Any], out: str, cell: int, message: str) -> None:
+    report["error"] = message
+    report["failed_cell"] = cell
+    sys.stderr.write(message + "\n")
+    mark_failed(out, {"cell": cell, "step": report["step"]})
+
+
+def _skip(spec: dict[str, Any], out: str, upstream: dict[str, Any]) -> int:
+    """An earlier cell raised: like Jupyter's Run All, this step's cells do not run."""
+    mark_failed(out, upstream)
+    if spec.get("role") == "split":
+        for number in range(len(spec["plan"]["iterables"])):
+            folder = os.path.join(out, f"chunks_{number}")
+            os.makedirs(folder, exist_ok=True)
+            values.dump_object([], os.path.join(folder, "chunk-000000.pkl"), set(), "no items")
+    if spec.get("role") == "map":
+        values.dump_object([], os.path.join(out, "results.pkl"), set(), "no results")
+    with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as handle:
+        json.dump({"step": spec["step"], "cells": [], "skipped_after": upstream}, handle)
+    return 0
 
 
 def _run_role(spec: dict[str, Any], args: Arguments, namespace: dict[str, Any], out: str,
@@ -124,19 +143,18 @@ def _run_role(spec: dict[str, Any], args: Arguments, namespace: dict[str, Any], 
         report["prefix_outputs"] = skeleton.split(plan, namespace, out, run_code, replayable)
     elif role == "map":
         chunk_files = [args.one(f"chunk-{n}") for n in range(len(plan["iterables"]))]
-        try:
-            skeleton.run_items(plan, namespace, chunk_files, out, replayable)
-        except values.TransferError:
-            raise
-        except Exception as exc:
-            message = (f"nb2cwl: step {spec['step']} failed at {spec['notebook']}, cell "
-                       f"{cell['index']} (id {cell['id']}), line {plan['line']}, in an "
-                       f"iteration of the loop:\n{type(exc).__name__}: {exc}")
-            raise CellFailed(cell, exc, message, []) from exc
+        where = (f"nb2cwl: step {spec['step']} failed at {spec['notebook']}, cell "
+                 f"{cell['index']} (id {cell['id']}), line {plan['line']}, in an iteration "
+                 "of the loop")
+        skeleton.run_items(plan, namespace, chunk_files, out, replayable, where)
     elif role == "gather":
         with open(args.one("prefix-report"), encoding="utf-8") as handle:
             prefix = json.load(handle).get("prefix_outputs", [])
-        outputs = skeleton.gather(plan, namespace, args.get("results", []), prefix, run_code)
+        try:
+            outputs = skeleton.gather(plan, namespace, args.get("results", []), prefix,
+                                      run_code)
+        except skeleton.LoopFailed as failed:
+            raise CellFailed(cell, None, str(failed), failed.outputs) from None
         report["cells"].append({"index": cell["index"], "outputs": outputs,
                                 "execution_count": cell["execution_count"]})
 
@@ -191,7 +209,7 @@ def _run_cell(cell: dict[str, Any], namespace: dict[str, Any],
         except BaseException as exc:  # the user's code may raise anything, SystemExit too
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            lines = _user_traceback(exc, filename)
+            lines = user_traceback(exc, filename)
             capture.error(type(exc).__name__, str(exc), lines)
             outputs = capture.outputs
             message = _failure_message(spec, cell, exc, filename)
@@ -221,18 +239,6 @@ def _run(code: types.CodeType, namespace: dict[str, Any]) -> Any:
     return eval(code, namespace)
 
 
-def _user_traceback(exc: BaseException, filename: str) -> list[str]:
-    frames = traceback.extract_tb(exc.__traceback__)
-    user = [f for f in frames if f.filename.startswith("<cell")]
-    lines = ["Traceback (most recent call last):"]
-    for frame in user or frames:
-        lines.append(f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}')
-        if frame.line:
-            lines.append(f"    {frame.line}")
-    lines.append(f"{type(exc).__name__}: {exc}")
-    return lines
-
-
 def _failure_message(spec: dict[str, Any], cell: dict[str, Any], exc: BaseException,
                      filename: str) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
@@ -244,7 +250,7 @@ def _failure_message(spec: dict[str, Any], cell: dict[str, Any], exc: BaseExcept
             cell["code"].splitlines()) else ""
     else:
         text = ""
-    body = "\n".join(_user_traceback(exc, filename))
+    body = "\n".join(user_traceback(exc, filename))
     shown = f"\n    {text}" if text else ""
     return (f"nb2cwl: step {spec['step']} failed at {where}:{shown}\n"
             f"{type(exc).__name__}: {exc}\n{body}")

@@ -1,0 +1,87 @@
+"""Reuse a step's outputs when its code and every input are unchanged since an earlier run.
+
+The key is a sha256 of the step's description (its cells' code, definitions, ports), the
+runtime's own source, and the content of every input file or folder. `nb2cwl run` points
+NB2CWL_CACHE_DIR at the output directory; without it nothing is cached. Steps that may touch
+files the analysis cannot name are never cached, nor are failed or skipped steps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from typing import Any
+
+ENV = "NB2CWL_CACHE_DIR"
+_RUNTIME = os.path.dirname(os.path.abspath(__file__))
+
+
+def cache_key(spec: dict[str, Any], args: dict[str, list[str]]) -> str | None:
+    """The cache key of this step with these inputs, or None when it must not be cached."""
+    if not os.environ.get(ENV) or spec.get("uncacheable"):
+        return None
+    digest = hashlib.sha256()
+    stable = {**spec, "cells": [{k: v for k, v in c.items() if k != "id"}
+                                for c in spec["cells"]]}  # ids only name cells in messages
+    digest.update(json.dumps(stable, sort_keys=True, default=str).encode())
+    for name in sorted(os.listdir(_RUNTIME)):
+        if name.endswith(".py"):
+            digest.update(name.encode())
+            _file(os.path.join(_RUNTIME, name), digest)
+    for key in sorted(args):
+        if key == "runtime":
+            continue
+        digest.update(key.encode())
+        for path in args[key]:
+            _tree(path, digest)
+    return digest.hexdigest()
+
+
+def _file(path: str, digest: Any) -> None:
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+
+
+def _tree(path: str, digest: Any) -> None:
+    if os.path.isfile(path):
+        _file(path, digest)
+        return
+    for folder, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files):
+            full = os.path.join(folder, name)
+            digest.update(os.path.relpath(full, path).encode())
+            _file(full, digest)
+
+
+def restore(key: str, out: str) -> bool:
+    """Copy cached outputs into `out`; True when there were any."""
+    entry = os.path.join(os.environ[ENV], key)
+    if not os.path.isfile(os.path.join(entry, "complete")):
+        return False
+    shutil.copytree(os.path.join(entry, "out"), out, dirs_exist_ok=True)
+    report_path = os.path.join(out, "report.json")
+    with open(report_path, encoding="utf-8") as handle:
+        report = json.load(handle)
+    report["cached"] = key
+    with open(report_path, "w", encoding="utf-8") as handle:
+        json.dump(report, handle, indent=1)
+    return True
+
+
+def store(key: str, out: str) -> None:
+    """Keep `out` for later runs (written aside first, so a crash leaves no half entry)."""
+    root = os.environ[ENV]
+    entry = os.path.join(root, key)
+    if os.path.exists(entry):
+        return
+    staging = os.path.join(root, f".{key}.{os.getpid()}")
+    try:
+        shutil.copytree(out, os.path.join(staging, "out"))
+        open(os.path.join(staging, "complete"), "w").close()
+        os.replace(staging, entry)
+    except OSError:  # a full disk or a race with a parallel run: the cache is only a help
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,186 @@
+"""Faults at run time: failing cells, crashed steps, reruns, Ctrl-C; and path confinement."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from equivalence import run_with_workflow
+from test_cli import notebook
+
+from nb2cwl.cli import main
+
+pytestmark = pytest.mark.streamflow
+
+
+def _executed(out: Path, run: int = 1) -> dict:
+    return json.loads(next((out / "runs" / str(run)).glob("*.executed.ipynb")).read_text())
+
+
+def _texts(cell: dict) -> str:
+    return "".join(o.get("text", "") + o.get("ename", "") for o in cell["outputs"])
+
+
+def test_failing_cell_stops_the_run_like_jupyter(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path = notebook(tmp_path / "fail.ipynb", [
+        "x = 1\nprint('first')",
+        "print('before')\nz = x / 0",
+        "print('after', x)",
+        "print('independent')",
+    ])
+    status = main(["run", str(path), "-o", str(tmp_path / "wf"), "--quiet"])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "cell 2" in err and "line 2" in err and "ZeroDivisionError" in err
+    cells = _executed(tmp_path / "wf")["cells"]
+    assert _texts(cells[1]) == "first\n"
+    assert [o["output_type"] for o in cells[2]["outputs"]] == ["stream", "error"]
+    assert cells[2]["outputs"][1]["ename"] == "ZeroDivisionError"
+    # nothing after the failing cell counts as run, even a branch that did not depend on it
+    assert cells[3]["outputs"] == [] and cells[3]["execution_count"] is None
+    assert cells[4]["outputs"] == [] and cells[4]["execution_count"] is None
+
+
+def test_failing_iteration_of_a_scattered_loop(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = notebook(tmp_path / "loop.ipynb", [
+        "def work(v):\n    if v == 3:\n        raise ValueError(f'bad item {v}')\n"
+        "    print('item', v)\n    return v",
+        "ys = [work(v) for v in range(6)]",
+        "print(ys)",
+    ])
+    status = main(["run", str(path), "-o", str(tmp_path / "wf"), "--quiet", "--chunks", "2"])
+    err = capsys.readouterr().err
+    assert status == 1 and "bad item 3" in err and "cell 2" in err
+    cell = _executed(tmp_path / "wf")["cells"][2]
+    assert _texts(cell).startswith("item 0\nitem 1\nitem 2\n")
+    assert cell["outputs"][-1]["output_type"] == "error"
+    assert _executed(tmp_path / "wf")["cells"][3]["outputs"] == []
+
+
+KILL_ONCE = (
+    "import os, signal\nmarker = {marker!r}\nif not os.path.exists(marker):\n"
+    "    open(marker, 'w').close()\n    os.kill(os.getpid(), signal.SIGKILL)\nprint(x + 1)"
+)
+
+
+def test_crashed_step_is_retried(tmp_path: Path) -> None:
+    path = notebook(tmp_path / "kill.ipynb",
+                    ["x = 41", KILL_ONCE.format(marker=str(tmp_path / "tried"))])
+    outputs, _ = run_with_workflow(path, tmp_path / "run", "--retries", "2")
+    assert outputs[2] == ["stdout: 42\n"]
+    assert (tmp_path / "tried").exists()
+
+
+def test_crashed_step_without_retries_fails(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path = notebook(tmp_path / "kill.ipynb",
+                    ["x = 41", KILL_ONCE.format(marker=str(tmp_path / "tried"))])
+    assert main(["run", str(path), "-o", str(tmp_path / "wf"), "--quiet"]) == 1
+    assert "StreamFlow" in capsys.readouterr().err
+
+
+def test_rerun_reuses_unchanged_steps(tmp_path: Path) -> None:
+    cells = ["import time\nstamp = time.time()\nprint('stamp', stamp)", "print('second', stamp)"]
+    path = notebook(tmp_path / "cache.ipynb", cells)
+    out = tmp_path / "wf"
+    assert main(["run", str(path), "-o", str(out), "--quiet"]) == 0
+    first = _executed(out, 1)["cells"]
+    # the user edits the second cell and runs again: the first step is not redone
+    document = json.loads(path.read_text())
+    document["cells"][2]["source"] = "print('edited', stamp)"
+    path.write_text(json.dumps(document))
+    assert main(["run", str(path), "-o", str(out), "--quiet"]) == 0
+    second = _executed(out, 2)["cells"]
+    assert _texts(second[1]) == _texts(first[1])  # same time stamp: reused, not rerun
+    assert _texts(second[2]).startswith("edited")
+    assert main(["run", str(path), "-o", str(out), "--quiet", "--no-cache"]) == 0
+    assert _texts(_executed(out, 3)["cells"][1]) != _texts(first[1])
+
+
+def test_ctrl_c_stops_everything_and_keeps_the_output_consistent(tmp_path: Path) -> None:
+    pid_file = tmp_path / "step.pid"
+    path = notebook(tmp_path / "slow.ipynb", [
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(120)",
+    ])
+    out = tmp_path / "wf"
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep
+               + os.environ["PATH"])
+    process = subprocess.Popen([sys.executable, "-m", "nb2cwl", "run", str(path), "-o",
+                                str(out)], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline, "the step never started"
+        time.sleep(0.2)
+    step_pid = int(pid_file.read_text())
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=40)
+    assert process.returncode == 1 and "interrupted" in err
+    for _ in range(50):
+        if not _alive(step_pid):
+            break
+        time.sleep(0.2)
+    assert not _alive(step_pid), "the step's process outlived the run"
+    assert (out / ".nb2cwl-manifest.json").exists() and (out / "workflow.cwl").exists()
+    # and the output directory can be used again at once
+    assert main([str(path), "-o", str(out)]) == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie no one reaped yet is gone for our purposes
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize("escape", ["../outside.txt", "/tmp/nb2cwl-absolute.txt"])
+def test_manifest_cannot_delete_outside_the_output_dir(escape: str, tmp_path: Path) -> None:
+    path = notebook(tmp_path / "nb.ipynb", ["print(1)"])
+    out = tmp_path / "wf"
+    assert main([str(path), "-o", str(out)]) == 0
+    victim = (out / escape).resolve() if not escape.startswith("/") else Path(escape)
+    victim.write_text("keep me")
+    manifest = json.loads((out / ".nb2cwl-manifest.json").read_text())
+    manifest["files"].append(escape)
+    (out / ".nb2cwl-manifest.json").write_text(json.dumps(manifest))
+    assert main([str(path), "-o", str(out)]) == 0
+    assert victim.read_text() == "keep me"
+    victim.unlink()
+
+
+def test_hostile_step_names_and_cell_ids_stay_confined(tmp_path: Path) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "P"}
+    first = nbformat.v4.new_code_cell("a = 1")
+    first.metadata["tags"] = ["nb2cwl:step=../../etc;rm -rf $HOME `x`"]
+    second = nbformat.v4.new_code_cell("print(a)")
+    second.metadata["tags"] = ["nb2cwl:step=runtime"]
+    nb.cells = [first, second]
+    path = tmp_path / "hostile.ipynb"
+    nbformat.write(nb, path)
+    out = tmp_path / "wf"
+    outputs, _ = run_with_workflow(path, tmp_path / "run")
+    assert outputs[1] == ["stdout: 1\n"]
+    assert main([str(path), "-o", str(out)]) == 0
+    written = [p.relative_to(out) for p in out.rglob("*")]
+    assert all(".." not in p.parts for p in written)
+    names = sorted(p.name for p in (out / "steps").iterdir())
+    assert len(names) == 3 and "step_runtime.py" in names and "assemble.py" in names
+    assert all(re.fullmatch(r"[A-Za-z0-9_]+\.py", name) for name in names)
