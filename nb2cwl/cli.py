@@ -62,6 +62,10 @@ def _parser() -> argparse.ArgumentParser:
     _common(run)
     _output_options(run, required=False)
     run.add_argument("--quiet", action="store_true", help="print only the summary")
+    run.add_argument("--no-cache", action="store_true",
+                     help="run every step again; by default a step whose code and inputs are "
+                          "unchanged since an earlier run reuses its outputs "
+                          "(kept in OUTPUT/.nb2cwl-cache)")
     explain = commands.add_parser("explain", help="show the steps, the values flowing "
                                   "between cells and the reasons")
     _common(explain)
@@ -89,6 +93,11 @@ def _output_options(parser: argparse.ArgumentParser, required: bool) -> None:
     parser.add_argument("--force", action="store_true",
                         help="write into an existing directory that holds other files "
                              "(files nb2cwl did not write are kept unless names collide)")
+    parser.add_argument("--retries", type=_positive, default=0, metavar="N",
+                        help="retry a step whose process crashed (killed, out of memory, lost "
+                             "node) up to N times; a cell that raises is not retried")
+    parser.add_argument("--retry-delay", type=_positive, default=0, metavar="SECONDS",
+                        help="wait this long before each retry")
     parser.add_argument("--python", default="python3",
                         help="Python interpreter the steps run with, found on PATH where the "
                              "step runs (default: python3)")
@@ -122,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     options = CompileOptions(fuse=args.fuse, python=getattr(args, "python", "python3"),
                              force=getattr(args, "force", False), scatter=not args.no_scatter,
-                             chunks=args.chunks)
+                             chunks=args.chunks, retries=getattr(args, "retries", 0),
+                             retry_delay=getattr(args, "retry_delay", 0))
     if args.command == "explain":
         workflow = compile_notebook(args.notebook, options)
         if args.json:
@@ -142,9 +152,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     out_dir = args.output or _default_output(args.notebook)
     engine = None
     if args.command == "run":
-        from nb2cwl.launch import Engine
+        from nb2cwl.launch import CACHE_DIR, Engine
 
-        engine = Engine()  # StreamFlow starts up while the notebook compiles
+        # StreamFlow starts up while the notebook compiles
+        engine = Engine(None if args.no_cache else os.path.join(out_dir, CACHE_DIR))
     try:
         workflow, _ = compile_to_directory(args.notebook, out_dir, options)
     except BaseException:
