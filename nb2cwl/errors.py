@@ -105,3 +105,9 @@ class RunError(Nb2CwlError):
     """The workflow engine failed or a step raised."""
 
     code = "run"
+
+
+class BundleError(Nb2CwlError):
+    """A reproducible bundle could not be made, or a bundle does not verify."""
+
+    code = "bundle"

@@ -63,3 +63,4 @@ class FunctionSummary:
     methods: frozenset[str] = frozenset()  # for classes: method names
     is_class: bool = False
     decorators: frozenset[str] = frozenset()  # names of its decorators (parallel_task, ...)
+    is_generator: bool = False  # calling it produces items lazily

@@ -24,6 +24,25 @@ ELEMENT_SHARING_BUILTINS = frozenset(
 )
 
 
+def item_bindings(target: nodes.NodeNG, iterable: nodes.NodeNG) -> dict[str, set[str]]:
+    """For `for target in iterable`: which collections each loop variable is an item of.
+
+    Keys of a mapping (`for k, v in d.items()`, `for k in d.keys()`) are hashable, so in
+    practice immutable: they share nothing that could be modified.
+    """
+    roots = value_roots(iterable)
+    names = [n.name for n in target.nodes_of_class(nodes.AssignName)]
+    method = (iterable.func.attrname if isinstance(iterable, nodes.Call)
+              and isinstance(iterable.func, nodes.Attribute) else None)
+    if method == "keys":
+        return {name: set() for name in names}
+    bindings = {name: set(roots) for name in names}
+    if method == "items" and isinstance(target, (nodes.Tuple, nodes.List)) and target.elts:
+        for key in target.elts[0].nodes_of_class(nodes.AssignName):
+            bindings[key.name] = set()
+    return bindings
+
+
 def root_name(node: nodes.NodeNG | None) -> str | None:
     """The variable an expression like `a.b[0].c` or `a.f().g` starts from."""
     while node is not None:
@@ -47,6 +66,11 @@ def value_roots(value: nodes.NodeNG) -> set[str]:
     if isinstance(value, nodes.Name):
         return {value.name}
     if isinstance(value, (nodes.Attribute, nodes.Subscript)):
+        inner = value
+        while isinstance(inner, (nodes.Attribute, nodes.Subscript)):
+            inner = inner.expr if isinstance(inner, nodes.Attribute) else inner.value
+        if isinstance(inner, nodes.Call):  # f(x)[0] belongs to what f returned
+            return value_roots(inner)
         root = root_name(value)
         return {root} if root else set()
     if isinstance(value, (nodes.List, nodes.Tuple, nodes.Set)):
@@ -63,6 +87,15 @@ def value_roots(value: nodes.NodeNG) -> set[str]:
         return value_roots(value.body) | value_roots(value.orelse)
     if isinstance(value, nodes.Starred):
         return value_roots(value.value)
+    if isinstance(value, (nodes.ListComp, nodes.SetComp, nodes.GeneratorExp, nodes.DictComp)):
+        # [x for x in xs] holds xs's own items; the comprehension's own names are not roots
+        parts = [value.key, value.value] if isinstance(value, nodes.DictComp) else [value.elt]
+        found = set().union(*(value_roots(p) for p in parts))
+        own: set[str] = set()
+        for generator in value.generators:
+            found |= value_roots(generator.iter)
+            own |= {n.name for n in generator.target.nodes_of_class(nodes.AssignName)}
+        return found - own
     if isinstance(value, nodes.Call):
         func = value.func
         if isinstance(func, nodes.Attribute):

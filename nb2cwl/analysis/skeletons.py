@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from astroid import nodes
 
-from nb2cwl.analysis.names import root_name
+from nb2cwl.analysis.names import item_bindings, root_name, value_roots
 from nb2cwl.analysis.state import NamespaceState
 from nb2cwl.analysis.walker import BUILTIN_NAMES, EffectWalker, TypeInferrer
 
@@ -63,7 +63,7 @@ class MapSkeleton:
     prefix_code: str  # cell code before the statement
     iterables: tuple[str, ...]  # source of the collection(s), evaluated after the prefix
     targets: tuple[str, ...]  # assignment target source for each collection's items
-    conditions: tuple[str, ...] = ()  # comprehension filters, in order
+    conditions: tuple[tuple[str, ...], ...] = ()  # comprehension filters, per collection
     element: str | None = None  # comprehension: expression per item ("(k, v)" for dicts)
     result: str = "list"  # comprehension: "list", "set", "dict" or "iter"
     body: str | None = None  # loop: per-item code with accumulations turned into records
@@ -71,6 +71,7 @@ class MapSkeleton:
     gather_code: str = ""  # the statement with the collection gathered, and the rest
     reads: tuple[str, ...] = ()  # globals the per-item code reads
     loop_locals: tuple[str, ...] = ()  # names an iteration binds (last value after the loop)
+    keep_locals: tuple[str, ...] = ()  # loop names the rest of the cell reads after the loop
     reduction: str | None = None
     forced: bool = False  # a @parallel_task / @gpu_task function is called per item
     gpu: bool = False
@@ -163,9 +164,7 @@ def _comprehension_in(stmt: nodes.NodeNG, state: NamespaceState
             return last, reducer
         if reducer in ("list", "tuple", "set", "sum") and _is_map_call(last):
             return last, reducer
-    if _is_map_call(value):
-        return value, None
-    return None
+    return None  # a bare map(...) is lazy: nothing may run before it is consumed
 
 
 def _is_map_call(node: nodes.NodeNG) -> bool:
@@ -202,18 +201,24 @@ def _comprehension(
     if isinstance(node, nodes.Call):  # map(f, xs)
         func, iterable = node.args
         element = f"({func.as_string()})({'__nb2cwl_item__'})"
-        targets, iterables, conditions, kind = ("__nb2cwl_item__",), (iterable,), (), "list"
+        targets, iterables, conditions, kind = ("__nb2cwl_item__",), (iterable,), ((),), "list"
+        summary = state.functions.get(func.name) if isinstance(func, nodes.Name) else None
+        if summary is not None and summary.param_mutations:
+            raise _Stop(node.lineno, f"{func.name}() modifies its argument, an item of the "
+                                     "collection all iterations share")
         elements = [func]
+        target_nodes: tuple[nodes.NodeNG, ...] = ()  # f's own effects are checked above
         form = "map(f, xs)"
     else:
         generators = node.generators
+        target_nodes = tuple(g.target for g in generators)
         if len(generators) > 2:
             raise _Stop(node.lineno, "more than two nested loops")
         if any(g.is_async for g in generators):
             raise _Stop(node.lineno, "async comprehension")
         targets = tuple(g.target.as_string() for g in generators)
         iterables = tuple(g.iter for g in generators)
-        conditions = tuple(c.as_string() for g in generators for c in g.ifs)
+        conditions = tuple(tuple(c.as_string() for c in g.ifs) for g in generators)
         if isinstance(node, nodes.DictComp):
             element = f"({node.key.as_string()}, {node.value.as_string()})"
             elements = [node.key, node.value, *(c for g in generators for c in g.ifs)]
@@ -227,10 +232,15 @@ def _comprehension(
     if kind == "iter" and reducer is None:
         return None
     mapped = isinstance(node, nodes.Call)
+    _eager_collections(iterables, state, node.lineno)
     method, iterable_sources, targets = _method(targets, iterables, node)
     bound = _target_names(node)
-    fx = _isolated(elements, iterables[1:], state, bound, infer)
+    fx = _isolated(elements, iterables, state, bound, infer, targets=target_nodes)
     _check_effects(fx, bound, set(), node.lineno)
+    # dict keys are hashable, so in practice immutable: sharing them cannot be observed
+    results = [node.value] if isinstance(node, nodes.DictComp) else (
+        [node.elt] if not isinstance(node, nodes.Call) else [])
+    _check_shared_results(results, bound, iterables, node.lineno)
     forced, gpu = _hints_used(elements, piece)
     if not forced and not _worth_it(elements, state, mapped):
         return None
@@ -254,7 +264,7 @@ def _comprehension(
         element=element,
         result=kind,
         gather_code=gather,
-        reads=_data_reads(fx.reads - bound, state),
+        reads=_data_reads(fx.reads - bound, state, cell_index),
         reduction=reducer,
         forced=forced,
         gpu=gpu,
@@ -319,6 +329,7 @@ def _loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: _Piece
     if isinstance(stmt, nodes.AsyncFor):
         raise _Stop(stmt.lineno, "async for loop")
     targets = [stmt.target.as_string()]
+    target_nodes = [stmt.target]
     iterables: list[nodes.NodeNG] = [stmt.iter]
     body = list(stmt.body)
     bound = {n.name for n in stmt.target.nodes_of_class(nodes.AssignName)}
@@ -329,15 +340,19 @@ def _loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: _Piece
             inner_reads.add(inner.iter.name)
         if not bound & inner_reads:
             targets.append(inner.target.as_string())
+            target_nodes.append(inner.target)
             iterables.append(inner.iter)
             bound |= {n.name for n in inner.target.nodes_of_class(nodes.AssignName)}
             body = list(inner.body)
     _no_early_exit(body)
     accumulators = _accumulators(body, bound)
+    if accumulators:
+        _eager_collections(tuple(iterables), state, stmt.lineno)
     if not accumulators:
         return None  # nothing gathered: a loop run for its side effects stays as it is
     locals_ = _assigned(body) - set(accumulators)
-    fx = _isolated(body, tuple(iterables[1:]), state, bound, infer, statements=True)
+    fx = _isolated(body, tuple(iterables), state, bound, infer, statements=True,
+                   targets=tuple(target_nodes))
     carried = (fx.reads & locals_) - bound
     if carried:
         name = sorted(carried)[0]
@@ -348,11 +363,9 @@ def _loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: _Piece
         if line:
             raise _Stop(line, f"the loop reads {name}, which earlier iterations change")
     _check_effects(fx, bound | locals_, set(accumulators), stmt.lineno)
-    after = _names_loaded(piece.suffix(stmt))
-    late = sorted((locals_ | bound) & after)
-    if late:
-        raise _Stop(stmt.lineno, f"{late[0]} keeps its last value after the loop and is used "
-                                 "later in the cell")
+    _check_shared_results(_accumulated_values(body, set(accumulators)), bound | locals_,
+                          tuple(iterables), stmt.lineno, locals_)
+    keep = tuple(sorted((locals_ | bound) & _names_loaded(piece.suffix(stmt))))
     forced, gpu = _hints_used(body, piece)
     if not forced and not _worth_it(body, state):
         return None
@@ -373,8 +386,9 @@ def _loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: _Piece
         body=_recording_body(body, set(accumulators)),
         accumulators=tuple(accumulators),
         gather_code=gather,
-        reads=_data_reads(fx.reads - bound - set(accumulators), state),
+        reads=_data_reads(fx.reads - bound - set(accumulators), state, cell_index),
         loop_locals=tuple(sorted(locals_ | bound)),
+        keep_locals=keep,
         forced=forced,
         gpu=gpu,
     )
@@ -505,8 +519,12 @@ def _recording_body(body: list[nodes.NodeNG], accumulators: set[str]) -> str:
     source = "\n".join(stmt.as_string() for stmt in body)
     tree = ast.parse(source)
     tree = _RecordAccumulations(accumulators).visit(tree)
-    ast.fix_missing_locations(tree)
-    return ast.unparse(tree)
+    # `continue` ends the item's work: run the body inside a loop of one pass
+    once = ast.For(target=ast.Name("__nb2cwl_once__", ast.Store()),
+                   iter=ast.Tuple([ast.Constant(0)], ast.Load()), body=tree.body, orelse=[])
+    module = ast.Module(body=[once], type_ignores=[])
+    ast.fix_missing_locations(module)
+    return ast.unparse(module)
 
 
 class _RecordAccumulations(ast.NodeTransformer):
@@ -556,18 +574,26 @@ class _RecordAccumulations(ast.NodeTransformer):
 # --- shared checks -------------------------------------------------------------------------
 
 
-def _isolated(parts: list[nodes.NodeNG], extra: tuple[nodes.NodeNG, ...],
+def _isolated(parts: list[nodes.NodeNG], iterables: tuple[nodes.NodeNG, ...],
               state: NamespaceState, bound: set[str], infer: TypeInferrer | None,
-              statements: bool = False):
-    """Effects of per-item code, walked on a copy of the namespace state."""
+              statements: bool = False, targets: tuple[nodes.NodeNG, ...] = ()):
+    """Effects of per-item code, walked on a copy of the namespace state.
+
+    A loop variable refers to an item of its collection: changing the item through it
+    changes the collection, which all iterations share.
+    """
     scratch = NamespaceState(
         imports=dict(state.imports), functions=dict(state.functions),
         definitions=dict(state.definitions), const_strings=dict(state.const_strings),
         types=dict(state.types), aliases=copy.copy(state.aliases),
         star_imports=list(state.star_imports))
+    for target, iterable in zip(targets, iterables, strict=False):
+        for name, roots in item_bindings(target, iterable).items():
+            for root in roots - set(state.imports):
+                scratch.link(name, root)
     walker = EffectWalker(scratch, -1, infer)
     walker.definite |= bound
-    for part in extra:
+    for part in iterables[1:]:
         walker.expression(part)
     if statements:
         walker.statements(parts)
@@ -591,12 +617,71 @@ def _check_effects(fx, local: set[str], accumulators: set[str], line: int) -> No
         raise _Stop(line, f"an iteration rebinds the global {escaped[0]}")
 
 
-def _data_reads(names: set[str], state: NamespaceState) -> tuple[str, ...]:
-    """Names the per-item code loads as values (not builtins, not replayed definitions)."""
+def _data_reads(names: set[str], state: NamespaceState, cell_index: int) -> tuple[str, ...]:
+    """Names the per-item code loads as values (not builtins, not definitions it replays).
+
+    Definitions from earlier cells are replayed; those made earlier in this same cell are
+    handed over by the split like any value.
+    """
+    def replayed(name: str) -> bool:
+        definition = state.definitions.get(name)
+        return definition is not None and definition.cell_index != cell_index
+
     return tuple(sorted(
         n for n in names
-        if n not in state.definitions and n not in state.imports
-        and (n not in BUILTIN_NAMES or n in state.types or n in state.functions)))
+        if not replayed(n)
+        and (n not in BUILTIN_NAMES or n in state.types or n in state.functions
+             or n in state.imports or n in state.definitions)))
+
+
+def _eager_collections(iterables: tuple[nodes.NodeNG, ...], state: NamespaceState,
+                       line: int) -> None:
+    """A collection produced lazily runs code between items: its output would interleave."""
+    for iterable in iterables:
+        lazy = isinstance(iterable, nodes.GeneratorExp)
+        for call in iterable.nodes_of_class(nodes.Call):
+            summary = (state.functions.get(call.func.name)
+                       if isinstance(call.func, nodes.Name) else None)
+            lazy = lazy or (summary is not None and summary.is_generator)
+        if lazy:
+            raise _Stop(line, "the collection is produced item by item (a generator), so its "
+                              "own work interleaves with the loop's")
+
+
+def _check_shared_results(values: list[nodes.NodeNG], bound: set[str],
+                          iterables: tuple[nodes.NodeNG, ...], line: int,
+                          fresh: set[str] | None = None) -> None:
+    """Results built in other processes are copies: they must not be shared objects."""
+    fresh = fresh or set()
+    for value in values:
+        roots = value_roots(value) - fresh
+        if not roots:
+            continue
+        targets = roots & bound
+        if targets and all(_counts(i) for i in iterables) and not roots - targets:
+            continue  # items of range(...) are numbers: nothing to share
+        name = sorted(roots)[0]
+        raise _Stop(value.lineno or line, f"the results would hold {name} itself; copies made "
+                                          "in other processes would not be the same object")
+
+
+def _counts(iterable: nodes.NodeNG) -> bool:
+    return (isinstance(iterable, nodes.Call) and isinstance(iterable.func, nodes.Name)
+            and iterable.func.name == "range")
+
+
+def _accumulated_values(body: list[nodes.NodeNG], accumulators: set[str]) -> list[nodes.NodeNG]:
+    """The expressions a loop body appends, stores or adds into its accumulators."""
+    found: list[nodes.NodeNG] = []
+    for stmt in body:
+        for node in _walk_same_scope(stmt):
+            if _accumulation_target(node) not in accumulators:
+                continue
+            if isinstance(node, nodes.Expr):
+                found.extend(node.value.args)
+            elif isinstance(node, (nodes.Assign, nodes.AugAssign)):
+                found.append(node.value)
+    return found
 
 
 def _hints_used(parts: list[nodes.NodeNG], piece: _Piece) -> tuple[bool, bool]:

@@ -16,7 +16,7 @@ from astroid import nodes
 from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects, FunctionSummary
 from nb2cwl.analysis.file_effects import FileEffects, looks_like_path
-from nb2cwl.analysis.names import chain_has_call, root_name, value_roots
+from nb2cwl.analysis.names import chain_has_call, item_bindings, root_name, value_roots
 from nb2cwl.analysis.state import NamespaceState
 from nb2cwl.analysis.value_types import CONTAINERS_OF_KNOWN, ValueTypes
 
@@ -45,6 +45,7 @@ class EffectWalker(FileEffects, ValueTypes):
         self.params = param_names
         self.param_mutations: set[str] = set()
         self.local_aliases: dict[str, set[str]] = {}
+        self.item_roots: dict[str, set[str]] = {}  # comprehension variable -> its collections
         self._applying: set[str] = set()
 
     # --- statements --------------------------------------------------------------------
@@ -345,6 +346,10 @@ class EffectWalker(FileEffects, ValueTypes):
 
     def mutate(self, name: str, line: int, why: str) -> None:
         """The object bound to `name` may be modified in place."""
+        if name in self.item_roots:  # a comprehension variable: an item of its collection
+            for root in sorted(self.item_roots[name]):
+                self.mutate(root, line, f"{why} (an item of {root})")
+            return
         if self.function_mode:
             targets = {name} | self.local_aliases.get(name, set())
             for target in targets:
@@ -433,24 +438,46 @@ class EffectWalker(FileEffects, ValueTypes):
                 self.expression(child)
 
     def comprehension(self, node: nodes.NodeNG) -> None:
-        """A comprehension: its targets are local to it; everything else is read."""
+        """A comprehension: its targets are local to it; everything else is read.
+
+        Its variables refer to items of the collections: modifying one modifies those.
+        """
         bound: set[str] = set()
-        for index, generator in enumerate(node.generators):
-            if index == 0:
-                self.expression(generator.iter)
-            else:
-                self._comp_expr(generator.iter, bound)
-            bound |= {n.name for n in generator.target.nodes_of_class(nodes.AssignName)}
-            for condition in generator.ifs:
-                self._comp_expr(condition, bound)
-        parts = [node.key, node.value] if isinstance(node, nodes.DictComp) else [node.elt]
-        for part in parts:
-            self._comp_expr(part, bound)
+        saved = dict(self.item_roots)
+        try:
+            for index, generator in enumerate(node.generators):
+                if index == 0:
+                    self.expression(generator.iter)
+                else:
+                    self._comp_expr(generator.iter, bound)
+                bindings = item_bindings(generator.target, generator.iter)
+                names = set(bindings)
+                for name, direct in bindings.items():
+                    roots: set[str] = set()
+                    for root in direct:
+                        roots |= self.item_roots.get(root, {root})
+                    self.item_roots[name] = roots - names
+                bound |= names
+                for condition in generator.ifs:
+                    self._comp_expr(condition, bound)
+            parts = [node.key, node.value] if isinstance(node, nodes.DictComp) else [node.elt]
+            for part in parts:
+                self._comp_expr(part, bound)
+        finally:
+            self.item_roots = saved
 
     def _comp_expr(self, node: nodes.NodeNG, bound: set[str]) -> None:
         if isinstance(node, nodes.Name):
             if node.name not in bound:
                 self.read(node.name)
+            return
+        if isinstance(node, nodes.NamedExpr):  # := in a comprehension binds outside it
+            self._comp_expr(node.value, bound)
+            self.depth += 1  # only if the comprehension runs at least once
+            try:
+                self.target(node.target, node.value)
+            finally:
+                self.depth -= 1
             return
         if isinstance(node, nodes.Call):
             shadowed = root_name(node.func) in bound
@@ -607,8 +634,10 @@ def summarize_function(
     decorators = frozenset(
         d.attrname if isinstance(d, nodes.Attribute) else getattr(d, "name", "")
         for d in (node.decorators.nodes if getattr(node, "decorators", None) else []))
+    generator = isinstance(node, nodes.FunctionDef) and node.is_generator()
     return FunctionSummary(name, cell_index, walker.fx, tuple(params),
-                           frozenset(walker.param_mutations), decorators=decorators)
+                           frozenset(walker.param_mutations), decorators=decorators,
+                           is_generator=generator)
 
 
 def summarize_class(

@@ -6,6 +6,7 @@ import re
 import unicodedata
 from collections import deque
 from dataclasses import dataclass
+from itertools import pairwise
 from xml.sax.saxutils import escape as _sax_escape
 
 KINDS = ("step", "input", "output")
@@ -157,26 +158,24 @@ def _num(v: float) -> str:
 
 
 def _text_width(line: str, char_w: float) -> float:
-    units = 0
-    for ch in line:
-        if unicodedata.combining(ch):
-            continue
-        units += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-    return units * char_w
+    wide = ("W", "F")  # East Asian wide glyphs take two cells; combining marks none
+    return char_w * sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in wide else 1
+        for c in line
+    )
 
 
-def _neighbours(nodes: list[GraphNode], edges: list[GraphEdge]):
+Key = str | tuple[int, int]  # a node id, or (edge index, layer) for a dummy on a long edge
+Box = tuple[float, float, float, float]  # centre x, top y, width, height
+
+
+def _layers(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str, int]:
+    """Layer of each node: length of the longest path from a source; ValueError on a cycle."""
     preds: dict[str, list[str]] = {n.id: [] for n in nodes}
     succs: dict[str, list[str]] = {n.id: [] for n in nodes}
     for e in edges:
         preds[e.target].append(e.source)
         succs[e.source].append(e.target)
-    return preds, succs
-
-
-def _layers(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str, int]:
-    """Layer of each node: length of the longest path from a source; ValueError on a cycle."""
-    preds, succs = _neighbours(nodes, edges)
     indeg = {v: len(p) for v, p in preds.items()}
     queue = deque(n.id for n in nodes if indeg[n.id] == 0)
     layer: dict[str, int] = {}
@@ -193,142 +192,164 @@ def _layers(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str, int]:
     return layer
 
 
-def _order(nodes: list[GraphNode], edges: list[GraphEdge], layer: dict[str, int]):
-    """Nodes per layer, reordered by the barycentre of their neighbours (down, up, down)."""
-    preds, succs = _neighbours(nodes, edges)
-    rows: list[list[str]] = [[] for _ in range(max(layer.values(), default=-1) + 1)]
-    for n in nodes:
-        rows[layer[n.id]].append(n.id)
+def _sweeps(n_rows: int):
+    """Rows to revisit in three sweeps (down, up, down), with the direction of each."""
     for sweep in range(3):
         down = sweep % 2 == 0
-        nbrs = preds if down else succs
-        for r in range(1, len(rows)) if down else range(len(rows) - 2, -1, -1):
-            pos = {v: (i + 0.5) / len(row) for row in rows for i, v in enumerate(row)}
-
-            def key(item: tuple[int, str], pos=pos, nbrs=nbrs) -> tuple[float, int]:
-                i, v = item
-                ns = nbrs[v]
-                return (sum(pos[u] for u in ns) / len(ns) if ns else pos[v], i)
-
-            rows[r] = [v for _, v in sorted(enumerate(rows[r]), key=key)]
-    return rows
+        for r in range(1, n_rows) if down else range(n_rows - 2, -1, -1):
+            yield r, down
 
 
-def _place_row(row: list[str], want: dict[str, float], width: dict[str, float]) -> None:
+def _place_row(row: list[Key], want: dict[Key, float], width: dict[Key, float]) -> None:
     """Move centres in ``want`` towards their wishes, keeping order and a gap between boxes."""
     fwd: list[float] = []
     for i, v in enumerate(row):  # pack left to right: push right where needed
         lo = fwd[-1] + (width[row[i - 1]] + width[v]) / 2 + _H_GAP if i else want[v]
         fwd.append(max(want[v], lo))
-    bwd: list[float] = [0.0] * len(row)
-    for i in range(len(row) - 1, -1, -1):  # pack right to left: push left where needed
-        v = row[i]
-        if i == len(row) - 1:
-            bwd[i] = want[v]
-        else:
-            bwd[i] = min(want[v], bwd[i + 1] - (width[row[i + 1]] + width[v]) / 2 - _H_GAP)
+    bwd = [want[v] for v in row]
+    for i in range(len(row) - 2, -1, -1):  # pack right to left: push left where needed
+        bwd[i] = min(bwd[i], bwd[i + 1] - (width[row[i + 1]] + width[row[i]]) / 2 - _H_GAP)
     for i, v in enumerate(row):  # the mean of two feasible placements is feasible
         want[v] = (fwd[i] + bwd[i]) / 2
 
 
 def _layout(nodes: list[GraphNode], edges: list[GraphEdge]):
-    """Boxes as id -> (centre x, top y, width, height), plus the rows top to bottom."""
-    rows = _order(nodes, edges, _layers(nodes, edges))
-    preds, succs = _neighbours(nodes, edges)
-    label = {n.id: _lines(n.label) for n in nodes}
-    w = {v: max(_MIN_W, max(_text_width(s, _CHAR_W) for s in ls) + 2 * _PAD_X)
-         for v, ls in label.items()}  # fmt: skip
-    h = {v: len(ls) * _LINE_H + 2 * _PAD_Y for v, ls in label.items()}
-    cx: dict[str, float] = {}
-    for row in rows[:1]:
-        x = 0.0
-        for v in row:
-            cx[v], x = x + w[v] / 2, x + w[v] + _H_GAP
-    for sweep in range(3):  # align children under parents, then parents over children, ...
-        down = sweep % 2 == 0
+    """Boxes of nodes and dummies, the (top, height) of each row, and each edge's chain."""
+    layer = _layers(nodes, edges)
+    rows: list[list[Key]] = [[] for _ in range(max(layer.values(), default=-1) + 1)]
+    preds: dict[Key, list[Key]] = {}
+    succs: dict[Key, list[Key]] = {}
+    for n in nodes:
+        rows[layer[n.id]].append(n.id)
+        preds[n.id], succs[n.id] = [], []
+    chains: list[list[Key]] = []
+    for i, e in enumerate(edges):  # long edges pass through one dummy per layer they cross
+        dummies: list[Key] = [(i, r) for r in range(layer[e.source] + 1, layer[e.target])]
+        chain = [e.source, *dummies, e.target]
+        for d in dummies:
+            rows[d[1]].append(d)
+            preds[d], succs[d] = [], []
+        for a, b in pairwise(chain):
+            succs[a].append(b)
+            preds[b].append(a)
+        chains.append(chain)
+    pos = {v: (i + 0.5) / len(row) for row in rows for i, v in enumerate(row)}
+    for r, down in _sweeps(len(rows)):  # order within rows by barycentre of neighbours
         nbrs = preds if down else succs
-        for r in range(1, len(rows)) if down else range(len(rows) - 2, -1, -1):
-            want = {}
-            for v in rows[r]:
-                ns = [u for u in nbrs[v] if u in cx]
-                want[v] = sum(cx[u] for u in ns) / len(ns) if ns else cx.get(v, 0.0)
-            _place_row(rows[r], want, w)
-            cx.update(want)
-    boxes: dict[str, tuple[float, float, float, float]] = {}
+
+        def key(item: tuple[int, Key], nbrs=nbrs) -> tuple[float, int]:
+            i, v = item
+            ns = nbrs[v]
+            return (sum(pos[u] for u in ns) / len(ns) if ns else pos[v], i)
+
+        rows[r] = [v for _, v in sorted(enumerate(rows[r]), key=key)]
+        pos.update((v, (i + 0.5) / len(rows[r])) for i, v in enumerate(rows[r]))
+    label = {n.id: _lines(n.label) for n in nodes}
+    w: dict[Key, float] = {d: 14.0 for d in preds}
+    h: dict[Key, float] = {d: 0.0 for d in preds}
+    for v, ls in label.items():
+        w[v] = max(_MIN_W, max(_text_width(s, _CHAR_W) for s in ls) + 2 * _PAD_X)
+        h[v] = len(ls) * _LINE_H + 2 * _PAD_Y
+    cx: dict[Key, float] = {}
+    x = 0.0
+    for v in rows[0] if rows else []:
+        cx[v], x = x + w[v] / 2, x + w[v] + _H_GAP
+    for r, down in _sweeps(len(rows)):  # children under parents, parents over children, ...
+        nbrs = preds if down else succs
+        want = {}
+        for v in rows[r]:
+            ns = [u for u in nbrs[v] if u in cx]
+            want[v] = sum(cx[u] for u in ns) / len(ns) if ns else cx.get(v, 0.0)
+        _place_row(rows[r], want, w)
+        cx.update(want)
+    boxes: dict[Key, Box] = {}
+    bands: list[tuple[float, float]] = []
     top = float(_MARGIN + _TITLE_H)
     for row in rows:
         row_h = max(h[v] for v in row)
-        for v in row:
-            boxes[v] = (cx[v], top + (row_h - h[v]) / 2, w[v], h[v])
+        for v in row:  # a dummy spans its whole row; the edge runs straight through it
+            boxes[v] = (cx[v], top + (row_h - h[v]) / 2, w[v], h[v] or row_h)
+        bands.append((top, row_h))
         top += row_h + _V_GAP
-    return boxes, rows
+    return boxes, bands, chains, layer
 
 
-def _svg_text(x: float, y: float, lines: list[str], size: int, extra: str = "") -> str:
-    spans = "".join(
-        f'<tspan x="{_num(x)}" y="{_num(y + i * (size + 4))}">{_xml(s)}</tspan>'
-        for i, s in enumerate(lines)
+def _curve_x_at(x0: float, y0: float, x1: float, y1: float, y: float) -> float:
+    """x where the vertical-tangent cubic from (x0, y0) to (x1, y1) reaches height y."""
+    f = min(1.0, max(0.0, (y - y0) / (y1 - y0))) if y1 != y0 else 0.5
+    lo, hi = 0.0, 1.0
+    for _ in range(30):  # y(t) = y0 + (y1 - y0) * (1.5 t (1 - t) + t^3) is monotonic
+        t = (lo + hi) / 2
+        lo, hi = (t, hi) if 1.5 * t * (1 - t) + t**3 < f else (lo, t)
+    t = (lo + hi) / 2
+    return x0 + (x1 - x0) * (3 * (1 - t) * t * t + t**3)
+
+
+def _svg_text(x: float, y: float, lines: list[str], size: float, extra: str = "") -> str:
+    return "".join(
+        f'<text x="{_num(x)}" y="{_num(y + k * (size + 4))}" font-size="{_num(size)}" '
+        f'text-anchor="middle"{extra}>{_xml(s)}</text>'
+        for k, s in enumerate(lines)
     )
-    return f'<text font-size="{size}" text-anchor="middle"{extra}>{spans}</text>'
 
 
 def render_svg(nodes: list[GraphNode], edges: list[GraphEdge], title: str) -> str:
     """Render the graph as a standalone SVG with a layered top-to-bottom layout."""
     _validate(nodes, edges)
-    boxes, _rows = _layout(nodes, edges)
+    boxes, bands, chains, layer = _layout(nodes, edges)
     xs = [0.0] + [b[0] - b[2] / 2 for b in boxes.values()]
     xe = [0.0] + [b[0] + b[2] / 2 for b in boxes.values()]
-    bottom = max((b[1] + b[3] for b in boxes.values()), default=float(_MARGIN + _TITLE_H))
-    # edge ports: spread the ends of several edges along the bottom/top side of a box
-    outs: dict[str, list[int]] = {}
-    ins: dict[str, list[int]] = {}
-    for i, e in enumerate(edges):
-        outs.setdefault(e.source, []).append(i)
-        ins.setdefault(e.target, []).append(i)
-    port: dict[tuple[int, str], float] = {}
-    for side, groups, other in (("s", outs, "target"), ("t", ins, "source")):
+    bottom = bands[-1][0] + bands[-1][1] if bands else float(_MARGIN + _TITLE_H)
+    port: dict[tuple[int, int], float] = {}  # spread the ends of edges along a box's side
+    for side, hop in ((0, 1), (-1, -2)):
+        groups: dict[Key, list[int]] = {}
+        for i, chain in enumerate(chains):
+            groups.setdefault(chain[side], []).append(i)
         for v, idx in groups.items():
-            idx.sort(key=lambda i, o=other: (boxes[getattr(edges[i], o)][0], i))
+            idx.sort(key=lambda i, hop=hop: (boxes[chains[i][hop]][0], i))
             cx, _, bw, _ = boxes[v]
             for k, i in enumerate(idx):
                 port[(i, side)] = cx - bw / 2 + bw * (k + 1) / (len(idx) + 1)
     parts: list[str] = []
-    for i, e in enumerate(edges):
-        sx, sy = port[(i, "s")], boxes[e.source][1] + boxes[e.source][3]
-        tx, ty = port[(i, "t")], boxes[e.target][1]
-        dy = (ty - sy) / 2
+    labels: list[str] = []
+    for i, (e, chain) in enumerate(zip(edges, chains, strict=True)):
+        src, dst = boxes[e.source], boxes[e.target]
+        pts = [(port[(i, 0)], src[1] + src[3])]
+        for d in chain[1:-1]:
+            pts += [(boxes[d][0], boxes[d][1]), (boxes[d][0], boxes[d][1] + boxes[d][3])]
+        pts.append((port[(i, -1)], dst[1]))
+        path = f"M{_num(pts[0][0])},{_num(pts[0][1])}"
+        for j, ((x0, y0), (x1, y1)) in enumerate(pairwise(pts)):
+            mid = (y0 + y1) / 2
+            path += f" L{_num(x1)},{_num(y1)}" if j % 2 else (
+                f" C{_num(x0)},{_num(mid)} {_num(x1)},{_num(mid)} {_num(x1)},{_num(y1)}"
+            )  # fmt: skip
         parts.append(
-            f'<path class="edge" d="M{_num(sx)},{_num(sy)} C{_num(sx)},{_num(sy + dy)} '
-            f'{_num(tx)},{_num(ty - dy)} {_num(tx)},{_num(ty)}" fill="none" stroke="#555" '
-            'stroke-width="1.3" marker-end="url(#arrow)"/>'
+            f'<path class="edge" d="{path}" fill="none" stroke="#555" stroke-width="1.3" '
+            'marker-end="url(#arrow)"/>'
         )
-    for i, e in enumerate(edges):
-        if not e.label:
-            continue
-        lines = _lines(e.label)
-        mx = (port[(i, "s")] + port[(i, "t")]) / 2
-        my = (boxes[e.source][1] + boxes[e.source][3] + boxes[e.target][1]) / 2
-        my -= (len(lines) - 1) * (_EDGE_FONT + 4) / 2 - _EDGE_FONT / 3
-        half = max(_text_width(s, _EDGE_CHAR_W) for s in lines) / 2
-        xs.append(mx - half)
-        xe.append(mx + half)
-        halo = ' class="edge-label" fill="#333" stroke="#fff" stroke-width="3" paint-order="stroke"'
-        parts.append(_svg_text(mx, my, lines, _EDGE_FONT, halo))
+        if e.label:  # in the gap just below the source's row
+            lines = _lines(e.label)
+            top, row_h = bands[layer[e.source]]
+            my = top + row_h + _V_GAP / 2
+            mx = _curve_x_at(*pts[0], *pts[1], my)
+            my -= (len(lines) - 1) * (_EDGE_FONT + 4) / 2 - _EDGE_FONT / 3
+            half = max(_text_width(s, _EDGE_CHAR_W) for s in lines) / 2
+            xs.append(mx - half)
+            xe.append(mx + half)
+            halo = ' class="edge-label" fill="#333" stroke="#fff" stroke-width="3" '
+            labels.append(_svg_text(mx, my, lines, _EDGE_FONT, halo + 'paint-order="stroke"'))
+    parts += labels
     for n in nodes:
         cx, top, bw, bh = boxes[n.id]
         rx = 4 if n.kind == "step" else min(14, bh / 2)
         lines = _lines(n.label)
-        ty = top + _PAD_Y + _LINE_H - 4
         parts.append(
             f'<g class="node {n.kind}" data-id="{_xml(n.id)}"><title>{_xml(n.id)}</title>'
             f'<rect class="node" x="{_num(cx - bw / 2)}" y="{_num(top)}" width="{_num(bw)}" '
             f'height="{_num(bh)}" rx="{_num(rx)}" fill="{_FILL[n.kind]}" '
             f'stroke="{_STROKE[n.kind]}" stroke-width="1.5"/>'
-            + "".join(
-                f'<text x="{_num(cx)}" y="{_num(ty + k * _LINE_H)}" font-size="{_FONT}" '
-                f'text-anchor="middle">{_xml(s)}</text>'
-                for k, s in enumerate(lines)
-            )
+            + _svg_text(cx, top + _PAD_Y + _LINE_H - 4, lines, _FONT)
             + "</g>"
         )
     title_line = " ".join(_lines(title))

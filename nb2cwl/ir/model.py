@@ -51,7 +51,7 @@ class MapPlan:
     prefix_code: str
     iterables: tuple[str, ...]
     targets: tuple[str, ...]
-    conditions: tuple[str, ...]
+    conditions: tuple[tuple[str, ...], ...]  # filters, per collection
     element: str | None
     result: str
     body: str | None
@@ -59,12 +59,31 @@ class MapPlan:
     gather_code: str
     reads: tuple[str, ...]
     loop_locals: tuple[str, ...]
+    keep_locals: tuple[str, ...] = ()  # loop names whose last value is used after the loop
     chunks: int = 0  # 0: one chunk per available core, capped by the item count
     gpu: bool = False
 
     def to_json(self) -> dict:
         """The plan as plain JSON data for the step runtime."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+        def plain(value: object) -> object:
+            return [plain(v) for v in value] if isinstance(value, tuple) else value
+
+        return {k: plain(v) for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one step needs where it runs; None leaves it to the deployment's default."""
+
+    cores: int | None = None
+    memory_mb: int | None = None  # MiB
+    gpus: int = 0  # per node
+    nodes: int = 1  # more than one: one task per node (multi-node training)
+
+    @property
+    def is_default(self) -> bool:
+        """True when the step asks for nothing beyond the deployment's default."""
+        return self == Resources()
 
 
 @dataclass(frozen=True)
@@ -84,6 +103,7 @@ class Step:
     role: str = "cell"  # "cell"; for a scattered loop: "split", "map" or "gather"
     plan: MapPlan | None = None  # the loop's plan (cell steps that can be scattered, and
     #                              the split/map/gather steps made from them)
+    resources: Resources = Resources()  # cores, memory, GPUs and nodes the step needs
 
     @property
     def first_cell(self) -> int:

@@ -24,20 +24,16 @@ def scatter_loops(workflow: Workflow, chunks: int = 0) -> Workflow:
             steps.append(step)
             continue
         cell = step.cells[0].index
-        late = sorted(set(step.outputs) & set(plan.loop_locals))
-        if late:
-            fallbacks.append(Fallback(cell, f"line {plan.line}: {late[0]} keeps its last value "
-                                            "after the loop and a later cell uses it; the loop "
-                                            "runs sequentially"))
-            steps.append(replace(step, plan=None))
-            continue
+        # names the loop binds keep their last value for the rest of the cell and later cells
+        keep = tuple(sorted(set(plan.keep_locals) | (set(step.outputs) & set(plan.loop_locals))))
+        plan = replace(plan, keep_locals=keep)
         if step.writes_files or (step.sees_all_files and not _only_reads(step)):
             fallbacks.append(Fallback(cell, f"line {plan.line}: the cell writes files; the loop "
                                             "runs sequentially"))
             steps.append(replace(step, plan=None))
             continue
         plan = replace(plan, chunks=chunks)
-        split, mapper, gather = _rewrite(step, plan)
+        split, mapper, gather = _rewrite(replace(step, plan=plan), plan)
         renamed[step.name] = gather.name
         steps += [split, mapper, gather]
         skeletons.append(f"cell {cell}: {plan.form} -> {plan.method} over chunks "
@@ -58,9 +54,9 @@ def _rewrite(step: Step, plan) -> tuple[Step, Step, Step]:
     files = [i for i in step.inputs if i.var.startswith("file:")]
     loaded = {i.var for i in values}
     # the split hands on every value of the cell the map or the gather may need
-    handed = sorted((loaded | set(plan.reads) | set(plan.accumulators) | set(step.outputs)
-                     | _rng(step)) - set(plan.loop_locals) - {"__nb2cwl_item__"}
-                    - set(PSEUDO))
+    handed = sorted(((loaded | set(plan.reads) | set(plan.accumulators) | set(step.outputs)
+                      | _rng(step)) - set(plan.loop_locals) - {"__nb2cwl_item__"}
+                     - set(PSEUDO)) | set(plan.keep_locals))
     split = replace(step, name=f"{step.name}_split", outputs=(*handed, CHUNKS, PREFIX),
                     role="split", alias_groups=(), reasons=(
                         f"line {plan.line}: {plan.form}: runs the code before it and cuts the "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import sys
+import time
 from typing import Any
 
 _current: OutputCapture | None = None
@@ -42,13 +43,36 @@ class _Stream(io.TextIOBase):
         return self._echo.fileno() if self._echo is not None else -1
 
 
+#: ipykernel sends a stream's text this long after its first unsent write.
+FLUSH_INTERVAL = 0.2
+
+Event = tuple[float, str, Any]  # (seconds since the capture began, "stream"|"output", payload)
+
+
 class OutputCapture:
-    """Collects a cell's outputs as nbformat output dictionaries, in order."""
+    """Collects a cell's outputs as nbformat output dictionaries, in the order Jupyter shows.
+
+    Writes are recorded with their time; `outputs` replays them the way ipykernel sends them:
+    each stream is buffered and sent FLUSH_INTERVAL after its first unsent write, and a
+    display, result or error first sends whatever both streams hold. So a quick cell shows
+    all its stdout, then all its stderr, as in Jupyter.
+    """
 
     def __init__(self, echo: bool = True) -> None:
-        self.outputs: list[dict[str, Any]] = []
+        self.events: list[Event] = []
         self._echo = echo
         self._saved: tuple[Any, Any] | None = None
+        self._start = time.monotonic()
+
+    @property
+    def outputs(self) -> list[dict[str, Any]]:
+        """The outputs as Jupyter would have them."""
+        return replay(self.events)
+
+    @property
+    def duration(self) -> float:
+        """Seconds since the capture began."""
+        return time.monotonic() - self._start
 
     def __enter__(self) -> OutputCapture:
         global _current
@@ -65,37 +89,77 @@ class OutputCapture:
             sys.stdout, sys.stderr = self._saved
         _current = None
 
+    def _add(self, kind: str, payload: Any) -> None:
+        self.events.append((time.monotonic() - self._start, kind, payload))
+
     def stream(self, name: str, text: str) -> None:
-        """Append stream text, merging with the previous output when it is the same stream."""
-        if not text:
-            return
-        last = self.outputs[-1] if self.outputs else None
-        if last is not None and last["output_type"] == "stream" and last["name"] == name:
-            last["text"] += text
-        else:
-            self.outputs.append({"output_type": "stream", "name": name, "text": text})
+        """Text written to stdout or stderr."""
+        if text:
+            self._add("stream", (name, text))
 
     def result(self, value: Any, execution_count: int) -> None:
         """The value of the cell's last expression."""
         data, metadata = format_value(value)
-        self.outputs.append({"output_type": "execute_result", "data": data,
+        self._add("output", {"output_type": "execute_result", "data": data,
                              "metadata": metadata, "execution_count": execution_count})
 
     def display(self, value: Any) -> None:
         """A display() call, or a shown figure."""
         data, metadata = format_value(value)
-        self.outputs.append({"output_type": "display_data", "data": data,
+        self._add("output", {"output_type": "display_data", "data": data,
                              "metadata": metadata})
 
     def raw_display(self, data: dict[str, Any], metadata: dict[str, Any] | None = None) -> None:
         """A display of an already formatted MIME bundle (e.g. from a %%html cell)."""
-        self.outputs.append({"output_type": "display_data", "data": data,
+        self._add("output", {"output_type": "display_data", "data": data,
                              "metadata": metadata or {}})
 
     def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
         """The cell raised."""
-        self.outputs.append({"output_type": "error", "ename": ename, "evalue": evalue,
+        self._add("output", {"output_type": "error", "ename": ename, "evalue": evalue,
                              "traceback": traceback})
+
+
+def replay(events: list[Event]) -> list[dict[str, Any]]:
+    """Outputs from timed events, sent as ipykernel sends them (see OutputCapture)."""
+    outputs: list[dict[str, Any]] = []
+    pending: dict[str, list[Any]] = {}  # stream -> [first write time, text]
+
+    def send(name: str) -> None:
+        text = pending.pop(name)[1]
+        last = outputs[-1] if outputs else None
+        if last is not None and last["output_type"] == "stream" and last["name"] == name:
+            last["text"] += text
+        else:
+            outputs.append({"output_type": "stream", "name": name, "text": text})
+
+    def send_due(now: float) -> None:
+        for name in sorted(pending, key=lambda n: pending[n][0]):
+            if now >= pending[name][0] + FLUSH_INTERVAL:
+                send(name)
+
+    for moment, kind, payload in sorted(events, key=lambda event: event[0]):
+        send_due(moment)
+        if kind == "stream":
+            name, text = payload
+            if name in pending:
+                pending[name][1] += text
+            else:
+                pending[name] = [moment, text]
+        else:
+            for name in ("stdout", "stderr"):
+                if name in pending:
+                    send(name)
+            outputs.append(payload)
+    for name in ("stdout", "stderr"):
+        if name in pending:
+            send(name)
+    return outputs
+
+
+def shifted(events: list[Event], offset: float) -> list[Event]:
+    """The same events, `offset` seconds later (to lay out steps on one timeline)."""
+    return [(moment + offset, kind, payload) for moment, kind, payload in events]
 
 
 def display(*objs: Any, **kwargs: Any) -> None:

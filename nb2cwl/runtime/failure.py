@@ -27,6 +27,8 @@ class CellFailed(Exception):
         self.cell = cell
         self.exc = exc
         self.outputs = outputs
+        self.events: list = []  # the timed events behind `outputs`, when known
+        self.duration = 0.0
 
 
 def mark_failed(out: str, info: dict[str, Any]) -> None:

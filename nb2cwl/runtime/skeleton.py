@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import itertools
 import operator
 import os
 from collections.abc import Callable
 from typing import Any
 
 from . import values
-from .capture import OutputCapture
-from .failure import user_traceback
+from .capture import Event, OutputCapture, replay, shifted
+from .failure import CellFailed, user_traceback
 
 GATHERED = "__nb2cwl_gathered__"
 RECORD = "__nb2cwl_record__"
@@ -24,14 +23,23 @@ _IN_PLACE = {
     "MatMult": operator.imatmul,
 }
 
-RunCode = Callable[[str, bool], list[dict[str, Any]]]
+RunCode = Callable[[str, bool], tuple[list[Event], float]]
 
 
 def split(plan: dict[str, Any], namespace: dict[str, Any], out: str, run_code: RunCode,
           replayable: set[str]) -> list[dict[str, Any]]:
-    """Run the code before the loop, then write the collection(s) as numbered chunks."""
-    outputs = run_code(plan["prefix_code"], False) if plan["prefix_code"].strip() else []
-    collections = [list(eval(source, namespace)) for source in plan["iterables"]]
+    """Run the code before the loop, then write the collection(s) as numbered chunks.
+
+    Returns the timed events of that code and how long it took, for the gather's timeline.
+    """
+    timeline: list[Event] = []
+    offset = 0.0
+    if plan["prefix_code"].strip():
+        timeline, offset = run_code(plan["prefix_code"], False)
+    with OutputCapture() as capture:  # building the collection may print too
+        collections = [list(eval(source, namespace)) for source in plan["iterables"]]
+    timeline = timeline + shifted(capture.events, offset)
+    offset += capture.duration
     if plan["method"] == "dotproduct":
         shortest = min(len(c) for c in collections)  # zip stops at the shorter one
         collections = [c[:shortest] for c in collections]
@@ -48,7 +56,7 @@ def split(plan: dict[str, Any], namespace: dict[str, Any], out: str, run_code: R
             chunk = list(enumerate(collection))[start:stop]
             values.dump_object(chunk, os.path.join(folder, f"chunk-{index:06d}.pkl"),
                                replayable, f"the items of {plan['iterables'][number]}")
-    return outputs
+    return timeline, offset
 
 
 def _bounds(count: int, wanted: int) -> list[tuple[int, int]]:
@@ -63,65 +71,127 @@ def _bounds(count: int, wanted: int) -> list[tuple[int, int]]:
 
 
 def run_items(plan: dict[str, Any], namespace: dict[str, Any], chunk_files: list[str],
-              out: str, replayable: set[str], where: str) -> None:
-    """Run the per-item code for every item of this job's chunk(s), in order."""
+              out: str, replayable: set[str]) -> None:
+    """Run the per-item code for every item of this job's chunk(s), in order.
+
+    Each item's printed output is kept with its position, so the gather can put everything
+    back in iteration order; the first item that raises stops the job, as it stops the loop.
+    """
     chunks = [values.load_object(path, namespace) for path in chunk_files]
-    if plan["method"] == "dotproduct":
-        items = [((a[0],), (a[1], b[1])) for a, b in zip(chunks[0], chunks[1], strict=True)]
-    elif plan["method"] == "nested_crossproduct":
-        items = [((a[0], b[0]), (a[1], b[1]))
-                 for a, b in itertools.product(chunks[0], chunks[1])]
+    code = _Compiled(plan)
+    for name in plan.get("keep_locals", []):
+        namespace.pop(name, None)  # present afterwards only if an iteration bound it
+    records: list[tuple] = []
+    try:
+        if plan["method"] == "nested_crossproduct":
+            for outer_index, outer in chunks[0]:
+                kept = _record(records, (outer_index, -1), lambda outer=outer: code.bind_test(
+                    namespace, 0, outer))
+                if not kept:
+                    continue
+                for inner_index, inner in chunks[1]:
+                    _record(records, (outer_index, inner_index),
+                            lambda inner=inner: code.item(namespace, 1, inner))
+        elif plan["method"] == "dotproduct":
+            for (index, first), (_, second) in zip(chunks[0], chunks[1], strict=True):
+                _record(records, (index,), lambda pair=(first, second): code.pair(namespace,
+                                                                                   pair))
+        else:
+            for index, item in chunks[0]:
+                _record(records, (index,), lambda item=item: code.item(namespace, 0, item))
+    except _Stopped:
+        pass
     else:
-        items = [((i,), (item,)) for i, item in chunks[0]]
-    body = compile(plan["body"], "<loop body>", "exec") if plan["body"] else None
-    element = compile(plan["element"], "<element>", "eval") if plan["element"] else None
-    conditions = [compile(c, "<condition>", "eval") for c in plan["conditions"]]
-    bindings = [compile(f"{target} = {ITEM}", "<target>", "exec") for target in plan["targets"]]
-    records = []
-    for key, item in items:
-        with OutputCapture() as capture:
-            try:
-                result = _run_item(namespace, bindings, item, body, element, conditions)
-            except Exception as exc:  # the first failing item stops the loop, as in Jupyter
-                lines = user_traceback(exc)
-                capture.error(type(exc).__name__, str(exc), lines)
-                result = ("error", f"{where}:\n" + "\n".join(lines))
-        records.append((key, capture.outputs, result))
-        if result[0] == "error":
-            break
+        keep = {n: namespace[n] for n in plan.get("keep_locals", []) if n in namespace}
+        if records and keep:
+            records.append((records[-1][0] + (1,), [], 0.0, ("locals", keep)))
     values.dump_object(records, os.path.join(out, "results.pkl"), replayable,
                        "the results of the loop")
 
 
-def _run_item(namespace: dict[str, Any], bindings: list, item: tuple, body: Any, element: Any,
-              conditions: list) -> tuple:
-    for binding, value in zip(bindings, item, strict=True):
+class _Stopped(Exception):
+    """An item raised: no further item of this job runs."""
+
+
+def _record(records: list[tuple], key: tuple, run: Callable[[], Any]) -> Any:
+    with OutputCapture() as capture:
+        try:
+            result = run()
+        except Exception as exc:  # the first failing item stops the loop, as in Jupyter
+            lines = user_traceback(exc)
+            capture.error(type(exc).__name__, str(exc), lines)
+            records.append((key, capture.events, capture.duration,
+                            ("error", "\n".join(lines))))
+            raise _Stopped from None
+    if isinstance(result, bool):  # an outer filter of a nested comprehension
+        records.append((key, capture.events, capture.duration, ("skip",)))
+        return result
+    records.append((key, capture.events, capture.duration, result))
+    return result
+
+
+class _Compiled:
+    """The per-item code of a plan, compiled once."""
+
+    def __init__(self, plan: dict[str, Any]) -> None:
+        self.body = compile(plan["body"], "<loop body>", "exec") if plan["body"] else None
+        self.element = (compile(plan["element"], "<element>", "eval")
+                        if plan["element"] else None)
+        self.conditions = [[compile(c, "<condition>", "eval") for c in group]
+                           for group in plan["conditions"]] or [[]]
+        self.bindings = [compile(f"{target} = {ITEM}", "<target>", "exec")
+                         for target in plan["targets"]]
+
+    def bind_test(self, namespace: dict[str, Any], number: int, value: Any) -> bool:
         namespace[ITEM] = value
-        exec(binding, namespace)
-    if body is not None:
-        ops: list[tuple[str, str, tuple]] = []
-        namespace[RECORD] = lambda name, op, args: ops.append((name, op, args))
-        exec(body, namespace)
-        return ("ops", ops)
-    if all(eval(c, namespace) for c in conditions):
-        return ("value", eval(element, namespace))
-    return ("skip",)
+        exec(self.bindings[number], namespace)
+        group = self.conditions[number] if number < len(self.conditions) else []
+        return all(eval(c, namespace) for c in group)
+
+    def item(self, namespace: dict[str, Any], number: int, value: Any) -> tuple:
+        if not self.bind_test(namespace, number, value):
+            return ("skip",)
+        return self.finish(namespace)
+
+    def pair(self, namespace: dict[str, Any], pair: tuple[Any, Any]) -> tuple:
+        for number, value in enumerate(pair):
+            namespace[ITEM] = value
+            exec(self.bindings[number], namespace)
+        if not all(eval(c, namespace) for c in self.conditions[0]):
+            return ("skip",)
+        return self.finish(namespace)
+
+    def finish(self, namespace: dict[str, Any]) -> tuple:
+        if self.body is not None:
+            ops: list[tuple[str, str, tuple]] = []
+            namespace[RECORD] = lambda name, op, args: ops.append((name, op, args))
+            exec(self.body, namespace)
+            return ("ops", ops)
+        return ("value", eval(self.element, namespace))  # type: ignore[arg-type]
 
 
 def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[str],
-           prefix_outputs: list[dict[str, Any]], run_code: RunCode) -> list[dict[str, Any]]:
-    """Put item results back in order, apply accumulations, run the rest of the cell."""
+           prefix: tuple[list[Event], float], run_code: RunCode,
+           where: str = "") -> list[dict[str, Any]]:
+    """Put item results back in order, apply accumulations, run the rest of the cell.
+
+    The cell's outputs are laid out on one timeline, as if the items had run one after the
+    other, so streams come out as Jupyter would show them.
+    """
     records = []
     for path in result_files:
         records.extend(values.load_object(path, namespace))
     records.sort(key=lambda record: record[0])
-    outputs = list(prefix_outputs)
+    timeline, offset = list(prefix[0]), float(prefix[1])
     gathered: list[Any] = []
-    for _, item_outputs, result in records:
-        outputs.extend(item_outputs)
+    for _, events, duration, result in records:
+        timeline += shifted(events, offset)
+        offset += duration
         if result[0] == "error":
-            raise LoopFailed(result[1], merge_streams(outputs))
-        if result[0] == "value":
+            raise LoopFailed(f"{where}:\n{result[1]}", replay(timeline))
+        if result[0] == "locals":
+            namespace.update(result[1])
+        elif result[0] == "value":
             gathered.append(result[1])
         elif result[0] == "ops":
             for name, op, args in result[1]:
@@ -129,10 +199,13 @@ def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[s
     if plan["body"] is None:
         namespace[GATHERED] = _as_result(plan["result"], gathered)
     try:
-        outputs.extend(run_code(plan["gather_code"], True))
+        events, _ = run_code(plan["gather_code"], True)
+    except CellFailed as failure:
+        failure.outputs = replay(timeline + shifted(failure.events, offset))
+        raise
     finally:
         namespace.pop(GATHERED, None)
-    return merge_streams(outputs)
+    return replay(timeline + shifted(events, offset))
 
 
 class LoopFailed(Exception):
@@ -165,16 +238,3 @@ def _apply(namespace: dict[str, Any], name: str, op: str, args: tuple) -> None:
         namespace[name] = _IN_PLACE[detail](target, args[0])
     elif kind == "isetitem":
         target[args[0]] = _IN_PLACE[detail](target[args[0]], args[1])
-
-
-def merge_streams(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Join consecutive stream outputs of the same stream, as Jupyter shows them."""
-    merged: list[dict[str, Any]] = []
-    for output in outputs:
-        last = merged[-1] if merged else None
-        if (last is not None and output["output_type"] == "stream"
-                and last["output_type"] == "stream" and last["name"] == output["name"]):
-            last["text"] += output["text"]
-        else:
-            merged.append(dict(output))
-    return merged

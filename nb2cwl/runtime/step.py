@@ -71,8 +71,8 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     replayable = {n for d in definitions.values() for n in d["names"]}
     status = 0
     try:
-        for key in spec.get("replay", []):
-            replay(key)
+        for replay_key in spec.get("replay", []):  # not `key`: that is the cache key
+            replay(replay_key)
         by_producer: dict[str, list[str]] = {}
         for item in spec.get("inputs", []):
             by_producer.setdefault(item["from"], []).append(item["var"])
@@ -135,24 +135,26 @@ def _run_role(spec: dict[str, Any], args: Arguments, namespace: dict[str, Any], 
         return
     cell, plan = spec["cells"][0], spec["plan"]
 
-    def run_code(code: str, display: bool) -> list[dict[str, Any]]:
+    def run_code(code: str, display: bool) -> tuple[list, float]:
         return _run_cell({**cell, "code": code, "quiet": cell["quiet"] or not display},
-                         namespace, spec)
+                         namespace, spec, raw=True)
 
     if role == "split":
-        report["prefix_outputs"] = skeleton.split(plan, namespace, out, run_code, replayable)
+        report["prefix_events"], report["prefix_duration"] = skeleton.split(
+            plan, namespace, out, run_code, replayable)
     elif role == "map":
         chunk_files = [args.one(f"chunk-{n}") for n in range(len(plan["iterables"]))]
+        skeleton.run_items(plan, namespace, chunk_files, out, replayable)
+    elif role == "gather":
+        with open(args.one("prefix-report"), encoding="utf-8") as handle:
+            split_report = json.load(handle)
+        prefix = (split_report.get("prefix_events", []), split_report.get("prefix_duration", 0))
         where = (f"nb2cwl: step {spec['step']} failed at {spec['notebook']}, cell "
                  f"{cell['index']} (id {cell['id']}), line {plan['line']}, in an iteration "
                  "of the loop")
-        skeleton.run_items(plan, namespace, chunk_files, out, replayable, where)
-    elif role == "gather":
-        with open(args.one("prefix-report"), encoding="utf-8") as handle:
-            prefix = json.load(handle).get("prefix_outputs", [])
         try:
             outputs = skeleton.gather(plan, namespace, args.get("results", []), prefix,
-                                      run_code)
+                                      run_code, where)
         except skeleton.LoopFailed as failed:
             raise CellFailed(cell, None, str(failed), failed.outputs) from None
         report["cells"].append({"index": cell["index"], "outputs": outputs,
@@ -166,9 +168,21 @@ def _user_namespace(patch_ipython: bool) -> dict[str, Any]:
     namespace.update({"__builtins__": builtins, "display": display,
                       "get_ipython": lambda: shell})
     sys.modules["__main__"] = module
+    _hints_module()
     if patch_ipython:  # importing IPython costs ~60 ms: only when the code uses it
         _patch_ipython_display()
     return namespace
+
+
+def _hints_module() -> None:
+    """`from nb2cwl import parallel_task` works in a step where nb2cwl is not installed."""
+    import importlib.util
+
+    if "nb2cwl" in sys.modules or importlib.util.find_spec("nb2cwl") is not None:
+        return
+    stub = types.ModuleType("nb2cwl")
+    stub.parallel_task = stub.gpu_task = lambda function: function  # type: ignore[attr-defined]
+    sys.modules["nb2cwl"] = stub
 
 
 def _mentions_ipython(spec: dict[str, Any]) -> bool:
@@ -196,8 +210,9 @@ def _stage_files(spec: dict[str, Any], args: Arguments, root: str) -> None:
             files.stage_tree(args.one(f"files-{item['from']}"), root, item.get("paths"))
 
 
-def _run_cell(cell: dict[str, Any], namespace: dict[str, Any],
-              spec: dict[str, Any]) -> list[dict[str, Any]]:
+def _run_cell(cell: dict[str, Any], namespace: dict[str, Any], spec: dict[str, Any],
+              raw: bool = False) -> Any:
+    """Run one cell; its outputs, or with `raw` its timed events and duration."""
     filename = f"<cell {cell['index']}>"
     source = cell["code"]
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -211,9 +226,12 @@ def _run_cell(cell: dict[str, Any], namespace: dict[str, Any],
                 raise
             lines = user_traceback(exc, filename)
             capture.error(type(exc).__name__, str(exc), lines)
-            outputs = capture.outputs
             message = _failure_message(spec, cell, exc, filename)
-            raise CellFailed(cell, exc, message, outputs) from None
+            failure = CellFailed(cell, exc, message, capture.outputs)
+            failure.events, failure.duration = capture.events, capture.duration
+            raise failure from None
+    if raw:
+        return capture.events, capture.duration
     return capture.outputs
 
 

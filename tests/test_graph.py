@@ -1,0 +1,242 @@
+"""Tests for the DOT / Mermaid / SVG workflow graph renderers."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from nb2cwl.backends.graph import (
+    GraphEdge,
+    GraphNode,
+    _layers,
+    _layout,
+    render_dot,
+    render_graph,
+    render_mermaid,
+    render_svg,
+)
+
+SVG = "{http://www.w3.org/2000/svg}"
+TRICKY = 'say "hi" <b>&amp;</b>\nline two — ünïcødé 学習 \\ back`tick #1 | pipe'
+
+
+def diamond() -> tuple[list[GraphNode], list[GraphEdge]]:
+    nodes = [
+        GraphNode("in:data", "data.csv", "input"),
+        GraphNode("cell 1", "load\n(cell 1)", "step"),
+        GraphNode("cell-2", "clean", "step"),
+        GraphNode("cell.3", "features", "step"),
+        GraphNode("cell_4", "train", "step"),
+        GraphNode("out:report", "report.html", "output"),
+    ]
+    edges = [
+        GraphEdge("in:data", "cell 1", "file:data.csv"),
+        GraphEdge("cell 1", "cell-2", "df"),
+        GraphEdge("cell 1", "cell.3", "df"),
+        GraphEdge("cell-2", "cell_4", "df_clean"),
+        GraphEdge("cell.3", "cell_4", "X, y"),
+        GraphEdge("cell 1", "cell_4", "config"),  # skips a layer
+        GraphEdge("cell_4", "out:report", ""),
+    ]
+    return nodes, edges
+
+
+def svg_boxes(svg: str) -> dict[str, tuple[float, float, float, float]]:
+    """Node id -> (x, y, width, height) of its rect, read back from the SVG."""
+    root = ET.fromstring(svg)
+    out = {}
+    for g in root.iter(f"{SVG}g"):
+        if "node" in g.get("class", "").split():
+            rect = g.find(f"{SVG}rect")
+            assert rect is not None
+            out[g.get("data-id")] = tuple(float(rect.get(k)) for k in ("x", "y", "width", "height"))
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["dot", "mmd", "svg"])
+def test_deterministic(fmt: str) -> None:
+    nodes, edges = diamond()
+    first = render_graph(nodes, edges, "wf", fmt)
+    again = render_graph(list(nodes), list(edges), "wf", fmt)
+    assert first == again
+    assert first.endswith("\n")
+
+
+@pytest.mark.parametrize("fmt", ["dot", "mmd", "svg"])
+def test_empty_graph(fmt: str) -> None:
+    out = render_graph([], [], "empty", fmt)
+    assert "empty" in out
+    if fmt == "svg":
+        root = ET.fromstring(out)
+        assert float(root.get("width")) > 0 and float(root.get("height")) > 0
+
+
+def test_unknown_format() -> None:
+    with pytest.raises(ValueError, match=r"'png'.*dot, mmd, svg"):
+        render_graph([], [], "t", "png")
+
+
+def test_cycle_raises() -> None:
+    nodes = [GraphNode(x, x, "step") for x in "abc"]
+    edges = [GraphEdge("a", "b", ""), GraphEdge("b", "c", ""), GraphEdge("c", "b", "")]
+    with pytest.raises(ValueError, match=r"cycle through \['b', 'c'\]"):
+        render_svg(nodes, edges, "t")
+    with pytest.raises(ValueError, match="cycle"):
+        render_graph(nodes, edges, "t", "svg")
+    # the text formats need no layout and draw a cycle as it is
+    assert '"c" -> "b";' in render_dot(nodes, edges, "t")
+    assert "n_c --> n_b" in render_mermaid(nodes, edges, "t")
+
+
+def test_self_loop_is_a_cycle() -> None:
+    with pytest.raises(ValueError, match="cycle"):
+        render_svg([GraphNode("a", "a", "step")], [GraphEdge("a", "a", "")], "t")
+
+
+def test_bad_input_rejected() -> None:
+    a = GraphNode("a", "a", "step")
+    with pytest.raises(ValueError, match="duplicate"):
+        render_dot([a, a], [], "t")
+    with pytest.raises(ValueError, match="unknown node"):
+        render_mermaid([a], [GraphEdge("a", "zz", "")], "t")
+    with pytest.raises(ValueError, match="kind"):
+        render_svg([GraphNode("b", "b", "widget")], [], "t")
+
+
+def test_dot_escaping_and_shapes() -> None:
+    nodes = [
+        GraphNode('id "q"\\', TRICKY, "step"),
+        GraphNode("in", "x", "input"),
+        GraphNode("out", "y", "output"),
+    ]
+    edges = [GraphEdge("in", 'id "q"\\', 'lab"el\nz'), GraphEdge('id "q"\\', "out", "")]
+    dot = render_dot(nodes, edges, 'ti"tle')
+    assert dot.startswith('digraph "ti\\"tle" {')
+    assert "rankdir=TB" in dot
+    assert '"id \\"q\\"\\\\" [label="say \\"hi\\" <b>&amp;</b>\\nline two — ünïcødé 学習' in dot
+    assert '"in" -> "id \\"q\\"\\\\" [label="lab\\"el\\nz"];' in dot
+    assert '"id \\"q\\"\\\\" -> "out";' in dot
+    step_line = next(line for line in dot.splitlines() if line.startswith('  "id'))
+    assert "shape=box" in step_line
+    in_line = next(line for line in dot.splitlines() if line.startswith('  "in" ['))
+    assert "shape=box" not in in_line
+    # no raw newline may survive inside a quoted string: every statement is one line
+    body = dot.splitlines()[1:-1]
+    assert all(line.startswith("  ") and line.endswith(";") for line in body)
+
+
+def test_mermaid_escaping() -> None:
+    nodes = [GraphNode("a", TRICKY, "step"), GraphNode("b", "b", "output")]
+    mmd = render_mermaid(nodes, [GraphEdge("a", "b", 'x "y" | z')], "my\ntitle")
+    lines = mmd.splitlines()
+    assert lines[0] == "%% my title"
+    assert lines[1] == "flowchart TD"
+    node_a = next(line for line in lines if line.strip().startswith("n_a["))
+    assert node_a.strip() == (
+        'n_a["say #quot;hi#quot; #lt;b#gt;#amp;amp;#lt;/b#gt;<br/>line two — ünïcødé 学習 '
+        '\\ back#96;tick #35;1 #124; pipe"]'
+    )
+    assert '-->|"x #quot;y#quot; #124; z"| n_b' in mmd
+    assert '"' not in node_a.strip()[5:-2]  # only the delimiting quotes remain
+
+
+def test_mermaid_ids_sanitised_and_unique() -> None:
+    ids = ["a b", "a-b", "a_b", "a.b", "a_b_2", "end", "1x", "ü"]
+    nodes = [GraphNode(i, i, "step") for i in ids]
+    edges = [GraphEdge("a b", "a-b", ""), GraphEdge("a-b", "a_b_2", "")]
+    mmd = render_mermaid(nodes, edges, "t")
+    defined = [re.match(r"\s+(\S+?)\[", line) for line in mmd.splitlines()]
+    got = [m.group(1) for m in defined if m]
+    assert len(got) == len(ids) == len(set(got))
+    assert all(re.fullmatch(r"[A-Za-z0-9_]+", g) and not g[0].isdigit() for g in got)
+    assert "end" not in got
+    mapping = dict(zip(ids, got, strict=True))
+    assert f"{mapping['a b']} --> {mapping['a-b']}" in mmd
+    assert f"{mapping['a-b']} --> {mapping['a_b_2']}" in mmd
+
+
+def test_mermaid_styles_inputs_and_outputs() -> None:
+    nodes, edges = diamond()
+    mmd = render_mermaid(nodes, edges, "wf")
+    assert ":::wfInput" in mmd and ":::wfOutput" in mmd
+    assert '-->|"df"|' in mmd
+    assert "n_cell_4 --> n_out_report" in mmd
+
+
+def test_svg_escaping_well_formed() -> None:
+    nodes = [GraphNode('<id & "x">', TRICKY, "step"), GraphNode("o", "<out>", "output")]
+    svg = render_svg(nodes, [GraphEdge('<id & "x">', "o", 'a<b & "c"\nd')], '<T & "q">')
+    root = ET.fromstring(svg)  # well-formed despite the markup characters
+    texts = ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+    assert '<T & "q">' in texts
+    assert 'say "hi" <b>&amp;</b>' in texts  # one <text> per label line
+    assert "line two — ünïcødé 学習 \\ back`tick #1 | pipe" in texts
+    assert 'a<b & "c"' in texts and "d" in texts
+    assert '<id & "x">' in svg_boxes(svg)
+
+
+def test_svg_one_box_per_node_one_path_per_edge() -> None:
+    nodes, edges = diamond()
+    root = ET.fromstring(render_svg(nodes, edges, "wf"))
+    rects = [r for r in root.iter(f"{SVG}rect") if r.get("class") == "node"]
+    paths = [p for p in root.iter(f"{SVG}path") if p.get("class") == "edge"]
+    assert len(rects) == len(nodes)
+    assert len(paths) == len(edges)
+    assert all(p.get("marker-end") == "url(#arrow)" for p in paths)
+    assert root.find(f"{SVG}defs/{SVG}marker[@id='arrow']") is not None
+    fills = {r.get("fill") for r in rects}
+    assert len(fills) == 3  # steps, inputs and outputs are styled apart
+
+
+def test_svg_layers_and_canvas() -> None:
+    nodes, edges = diamond()
+    svg = render_svg(nodes, edges, "a title that is rather long for such a small graph")
+    boxes = svg_boxes(svg)
+    for e in edges:  # every node is drawn entirely below all of its predecessors
+        _, sy, _, sh = boxes[e.source]
+        assert boxes[e.target][1] > sy + sh
+    assert boxes["cell-2"][1] == boxes["cell.3"][1]  # same layer, same row
+    assert boxes["cell_4"][1] > boxes["cell-2"][1]
+    root = ET.fromstring(svg)
+    vx, vy, vw, vh = (float(v) for v in root.get("viewBox").split())
+    assert (float(root.get("width")), float(root.get("height"))) == (vw, vh)
+    for x, y, w, h in boxes.values():
+        assert vx <= x and x + w <= vx + vw and vy <= y and y + h <= vy + vh
+    # boxes in a row do not overlap
+    items = sorted(boxes.values())
+    for a in items:
+        for b in items:
+            if a is not b and a[1] == b[1]:
+                assert a[0] + a[2] <= b[0] or b[0] + b[2] <= a[0]
+
+
+def test_layers_longest_path() -> None:
+    nodes, edges = diamond()
+    assert _layers(nodes, edges) == {
+        "in:data": 0,
+        "cell 1": 1,
+        "cell-2": 2,
+        "cell.3": 2,
+        "cell_4": 3,
+        "out:report": 4,
+    }
+
+
+def test_long_edges_route_around_boxes() -> None:
+    nodes = [GraphNode(f"c{i}", f"cell {i}", "step") for i in range(4)]
+    edges = [GraphEdge(f"c{i}", f"c{i + 1}", "") for i in range(3)] + [GraphEdge("c0", "c3", "")]
+    boxes, _bands, chains, _layer = _layout(nodes, edges)
+    assert chains[3] == ["c0", (3, 1), (3, 2), "c3"]
+    for d in chains[3][1:-1]:  # the dummy points lie beside the boxes they pass
+        dx = boxes[d][0]
+        for v in ("c1", "c2"):
+            cx, _, w, _ = boxes[v]
+            assert abs(dx - cx) > w / 2
+
+
+def test_multiline_labels_make_taller_wider_boxes() -> None:
+    nodes = [GraphNode("a", "x", "step"), GraphNode("b", "a much longer label\nand\nmore", "step")]
+    boxes = svg_boxes(render_svg(nodes, [], "t"))
+    assert boxes["b"][2] > boxes["a"][2] and boxes["b"][3] > boxes["a"][3]
