@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
 from nb2cwl.analysis.dataflow import build_dataflow
 from nb2cwl.analysis.program import analyse_notebook
+from nb2cwl.backends.deployments import bind_steps, plan_deployments
 from nb2cwl.backends.writer import write_workflow
 from nb2cwl.errors import DirectiveError
 from nb2cwl.frontend.reader import read_notebook
@@ -13,6 +17,9 @@ from nb2cwl.options import CompileOptions
 from nb2cwl.passes.build import build_workflow
 from nb2cwl.passes.fuse import fuse_linear_chains
 from nb2cwl.passes.scatter import scatter_loops
+
+if TYPE_CHECKING:
+    from nb2cwl.backends.bundle import BundleOptions, BundleSummary
 
 
 def compile_notebook(path: str, options: CompileOptions | None = None) -> Workflow:
@@ -29,7 +36,7 @@ def compile_notebook(path: str, options: CompileOptions | None = None) -> Workfl
         validate_workflow(workflow)
     except InvalidWorkflow as exc:
         raise DirectiveError(str(exc), notebook.location()) from None
-    return workflow
+    return bind_steps(workflow, options)  # where each step runs, and what it needs there
 
 
 def compile_to_directory(path: str, out_dir: str,
@@ -37,6 +44,26 @@ def compile_to_directory(path: str, out_dir: str,
     """Compile `path` and write the workflow into `out_dir`; return the IR and files written."""
     options = options or CompileOptions()
     workflow = compile_notebook(path, options)
+    deployments = plan_deployments(workflow, options)  # before writing: bad bindings stop here
+    workflow = replace(workflow, diagnostics=(*workflow.diagnostics, *deployments.diagnostics))
     written = write_workflow(workflow, out_dir, python=options.python, force=options.force,
-                             retries=options.retries, retry_delay=options.retry_delay)
+                             retries=options.retries, retry_delay=options.retry_delay,
+                             deployments=deployments)
     return workflow, written
+
+
+def export_notebook(path: str, output: str, options: CompileOptions | None = None,
+                    bundle: BundleOptions | None = None) -> tuple[Workflow, BundleSummary]:
+    """Compile `path` and write it as a reproducible bundle, the zip `output`."""
+    import tempfile
+
+    from nb2cwl.backends.bundle import BundleOptions, check_output, export_bundle
+
+    bundle = bundle or BundleOptions()
+    check_output(output, bundle.force)  # before compiling: never overwrite a user's file
+    options = replace(options or CompileOptions(), force=False)
+    with tempfile.TemporaryDirectory(prefix="nb2cwl-export-") as work:
+        compiled = f"{work}/compiled"
+        workflow, _ = compile_to_directory(path, compiled, options)
+        summary = export_bundle(workflow, compiled, output, bundle)
+    return workflow, summary

@@ -16,16 +16,19 @@ from nb2cwl.backends.graph_view import workflow_graph
 from nb2cwl.errors import Nb2CwlError
 from nb2cwl.options import CompileOptions
 
-COMMANDS = ("compile", "run", "explain", "graph")
+COMMANDS = ("compile", "run", "explain", "graph", "export", "verify")
 
 DESCRIPTION = """\
 Compile a Jupyter notebook into a CWL v1.2 workflow that StreamFlow runs.
 
   nb2cwl NOTEBOOK.ipynb -o OUT/          compile (same as: nb2cwl compile ...)
-  streamflow run OUT/streamflow.yml      execute it (local deployment)
+  streamflow run OUT/streamflow.yml      execute it (every step local, unless bound elsewhere:
+                                         --deployment, --target; see nb2cwl compile -h)
   nb2cwl run NOTEBOOK.ipynb              compile and run, with progress and a summary
   nb2cwl explain NOTEBOOK.ipynb [--json] steps, edges and why
   nb2cwl graph NOTEBOOK.ipynb -o dag.svg the step graph (.svg, .dot or .mmd)
+  nb2cwl export NOTEBOOK.ipynb -o B.zip  a reproducible bundle (Workflow RO-Crate) to rerun
+  nb2cwl verify DIR                      check an unzipped bundle's checksums and crate
 
 Loops and comprehensions whose iterations are independent run as a scatter over chunks,
 gathered back in order (see --chunks, --no-scatter); `nb2cwl explain` says which and why not.
@@ -76,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="file to write: .svg, .dot or .mmd (Mermaid)")
     graph.add_argument("--format", choices=("svg", "dot", "mmd"),
                        help="output format (default: from the file extension)")
+    _bundle_parsers(commands)
     return parser
 
 
@@ -101,6 +105,51 @@ def _output_options(parser: argparse.ArgumentParser, required: bool) -> None:
     parser.add_argument("--python", default="python3",
                         help="Python interpreter the steps run with, found on PATH where the "
                              "step runs (default: python3)")
+    _deployment_options(parser)
+
+
+def _deployment_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "where steps run", "Profiles for local, docker, slurm and helm are in streamflow-configs/. "
+        "A step runs on the first --target that matches it, else on its cell's Jupyter-Workflow "
+        "workflow.target, else on --deployment. STEP is a step name or glob (see nb2cwl "
+        "explain; the NAME of a nb2cwl:step=NAME tag, and a loop's split/map/gather parts also "
+        "match), assemble, @gpu (steps that need GPUs) or @map (the scattered parts of parallel "
+        "loops).")
+    group.add_argument("--deployment", metavar="NAME",
+                       help="where steps run by default: local, docker, slurm, helm, or a "
+                            "deployment of --deployment-file (default: the file's only "
+                            "deployment, else local)")
+    group.add_argument("--target", action="append", type=_binding, default=[],
+                       metavar="STEP=NAME", help="run the steps matching STEP on deployment "
+                       "NAME (repeatable; the first match wins), e.g. --target train=slurm "
+                       "--target '*'=local")
+    group.add_argument("--resources", action="append", type=_binding, default=[],
+                       metavar="STEP=SPEC", help="what the matching steps need, SPEC being "
+                       "cores=N,memory=SIZE,gpus=N,nodes=N (any of them; repeatable, the first "
+                       "match wins), e.g. --resources train=cores=8,memory=32G,gpus=2,nodes=2. "
+                       "A loop calling a @gpu_task function needs one GPU. Needs go into the "
+                       "CWL ResourceRequirement and the connector's settings (Slurm service, "
+                       "Docker container, Helm values)")
+    group.add_argument("--image", metavar="IMAGE",
+                       help="container image of the docker and helm deployments (python3, "
+                            "cloudpickle and the notebook's libraries; see containers/)")
+    group.add_argument("--chart", metavar="PATH",
+                       help="Helm chart of the helm deployments (default: "
+                            "containers/helm/nb2cwl-worker)")
+    group.add_argument("--deployment-file", metavar="FILE",
+                       help="YAML file with your own StreamFlow deployment definitions "
+                            "(a 'deployments' mapping, as in streamflow-configs/); its names "
+                            "can be used with --deployment and --target")
+
+
+def _binding(text: str) -> tuple[str, str]:
+    pattern, sep, value = text.partition("=")
+    if not sep or not pattern.strip() or not value.strip():
+        raise argparse.ArgumentTypeError(f"expected STEP=VALUE, not {text!r}")
+    if pattern.strip() in ("cores", "memory", "gpus", "nodes"):
+        raise argparse.ArgumentTypeError(f"name the steps first, e.g. '*={text}'")
+    return pattern.strip(), value.strip()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,10 +178,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "verify":
+        return _verify(args)
     options = CompileOptions(fuse=args.fuse, python=getattr(args, "python", "python3"),
                              force=getattr(args, "force", False), scatter=not args.no_scatter,
                              chunks=args.chunks, retries=getattr(args, "retries", 0),
-                             retry_delay=getattr(args, "retry_delay", 0))
+                             retry_delay=getattr(args, "retry_delay", 0),
+                             deployment=getattr(args, "deployment", None),
+                             targets=tuple(getattr(args, "target", ())),
+                             resources=tuple(getattr(args, "resources", ())),
+                             image=getattr(args, "image", None), chart=getattr(args, "chart", None),
+                             deployment_file=getattr(args, "deployment_file", None))
+    if args.command == "export":
+        return _export(args, options)
     if args.command == "explain":
         workflow = compile_notebook(args.notebook, options)
         if args.json:
@@ -182,6 +240,84 @@ def _dispatch(args: argparse.Namespace) -> int:
         more = "" if len(summary.written_files) <= 10 else f" (+{len(summary.written_files) - 10})"
         print(f"files written by the cells: {shown}{more} "
               f"(in {os.path.join(summary.results_dir, 'written-files')})")
+    return 0
+
+
+def _bundle_parsers(commands: argparse._SubParsersAction) -> None:
+    export = commands.add_parser(
+        "export", help="write a reproducible bundle: a zipped Workflow RO-Crate that reruns "
+        "elsewhere (unzip B.zip -d DIR && streamflow run DIR/streamflow.yml)")
+    _common(export)
+    export.add_argument("-o", "--output", required=True, metavar="BUNDLE.zip",
+                        help="the zip file to write")
+    export.add_argument("--force", action="store_true", help="replace BUNDLE.zip if it exists")
+    export.add_argument("--with-run", metavar="OUT",
+                        help="include the last completed run of OUT, the directory this "
+                             "notebook was compiled into with the same options: StreamFlow's "
+                             "provenance (streamflow prov), the executed notebook and outputs")
+    export.add_argument("--license", metavar="SPDX",
+                        help="the license of the notebook and its data, as an SPDX id "
+                             "(e.g. CC-BY-4.0) or a URL, recorded in the crate")
+    export.add_argument("--author", metavar="NAME", help="the author recorded in the crate")
+    export.add_argument("--python", default="python3",
+                        help="Python interpreter the steps run with, found on PATH where the "
+                             "step runs (default: python3)")
+    export.add_argument("--retries", type=_positive, default=0, metavar="N",
+                        help="retry a step whose process crashed up to N times")
+    export.add_argument("--retry-delay", type=_positive, default=0, metavar="SECONDS",
+                        help="wait this long before each retry")
+    _deployment_options(export)
+    verify = commands.add_parser(
+        "verify", help="check a bundle: every file against CHECKSUMS.sha256, the steps' "
+        "seal, the RO-Crate; exit status 1 on any difference")
+    verify.add_argument("bundle", metavar="DIR", help="the unzipped bundle (or its zip)")
+    verify.add_argument("--outputs", metavar="RESULTS",
+                        help="also compare the outputs of a rerun (the --outdir of "
+                             "streamflow run) with the original run's (bundles made with "
+                             "--with-run)")
+    verify.add_argument("--digest", metavar="SHA256",
+                        help="the bundle digest export printed: the sha256 of "
+                             "CHECKSUMS.sha256, so that a consistently rewritten list is "
+                             "caught too")
+    verify.add_argument("--debug", action="store_true", help="show full tracebacks")
+
+
+def _export(args: argparse.Namespace, options: CompileOptions) -> int:
+    from nb2cwl.api import export_notebook
+    from nb2cwl.backends.bundle import BundleOptions
+
+    bundle = BundleOptions(with_run=args.with_run, license=args.license, author=args.author,
+                           force=args.force)
+    workflow, summary = export_notebook(args.notebook, args.output, options, bundle)
+    for diagnostic in workflow.diagnostics:
+        if diagnostic.severity == "warning":
+            print(f"nb2cwl: {diagnostic}", file=sys.stderr)
+    for warning in summary.warnings:
+        print(f"nb2cwl: warning: {warning}", file=sys.stderr)
+    print(f"wrote {summary.path}: {summary.files} files, {len(workflow.steps)} steps"
+          + (f", with the run of {args.with_run}" if args.with_run else ""))
+    print(f"bundle digest: sha256:{summary.digest} (check it with nb2cwl verify --digest)")
+    print(f"rerun it: unzip {summary.path} -d DIR && streamflow run DIR/streamflow.yml "
+          "(environment: DIR/environment/requirements.txt)")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from nb2cwl.verify import verify_bundle
+
+    report = verify_bundle(args.bundle, outputs=args.outputs, digest=args.digest)
+    for problem in report.problems:
+        print(f"nb2cwl: verify: {problem}", file=sys.stderr)
+    if not report.ok:
+        print(f"nb2cwl: error: {args.bundle} failed verification: {len(report.problems)} "
+              "problem(s); do not run it", file=sys.stderr)
+        return 1
+    print(f"verified {args.bundle}: {report.files} files match CHECKSUMS.sha256, every step "
+          "checks the seal, ro-crate-metadata.json is a Workflow RO-Crate 1.0 (ro-crate-py)")
+    if args.outputs:
+        print(f"outputs: the original run's {report.outputs_checked} output file(s) match "
+              f"{args.outputs}")
+    print(f"bundle digest: sha256:{report.digest}")
     return 0
 
 

@@ -16,3 +16,10 @@ class CompileOptions:
     chunks: int = 0  # items per scatter are cut into this many chunks (0: one per core)
     retries: int = 0  # times StreamFlow retries a step whose process crashed
     retry_delay: int = 0  # seconds between those retries
+    # where steps run (see nb2cwl/backends/deployments.py and streamflow-configs/)
+    deployment: str | None = None  # default deployment: a profile or a --deployment-file name
+    targets: tuple[tuple[str, str], ...] = ()  # (step pattern, deployment); first match wins
+    resources: tuple[tuple[str, str], ...] = ()  # (step pattern, "cores=4,memory=8G,...")
+    image: str | None = None  # container image of the docker and helm deployments
+    chart: str | None = None  # Helm chart of the helm deployments
+    deployment_file: str | None = None  # YAML with the user's StreamFlow deployments

@@ -8,8 +8,20 @@ from pathlib import Path
 
 import pytest
 
+# real engines for the deployment tests (skipped with the reason when they cannot start here;
+# failing instead when CI=true)
+from engines.docker import docker_engine  # noqa: F401
+from engines.slurm import slurm_cluster  # noqa: F401
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker in ("slurm: runs steps as jobs of a real Slurm cluster started on this machine",
+                   "docker: runs steps in containers of a real Docker engine started here",
+                   "helm: renders, lints and validates the Helm chart offline"):
+        config.addinivalue_line("markers", marker)
 
 
 @pytest.fixture(autouse=True)

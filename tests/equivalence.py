@@ -45,21 +45,21 @@ def _copy_beside(source: Path, workdir: Path, beside: tuple[str, ...]) -> None:
             shutil.copyfile(origin, workdir / name)
 
 
-def run_with_nbclient(source: Path, workdir: Path, beside: tuple[str, ...] = ()
-                      ) -> dict[int, list[str]]:
+def run_with_nbclient(source: Path, workdir: Path, beside: tuple[str, ...] = (),
+                      allow_errors: bool = False) -> dict[int, list[str]]:
     """Run a copy of `source` (and files `beside` it) top to bottom in a fresh directory."""
     workdir.mkdir(parents=True, exist_ok=True)
     _copy_beside(source, workdir, beside)
     target = workdir / source.name
     shutil.copyfile(source, target)
     nb = nbformat.read(target, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3",
+    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=allow_errors,
                    resources={"metadata": {"path": str(workdir)}}).execute()
     return per_cell(nb)
 
 
-def run_with_workflow(source: Path, workdir: Path, *extra: str, beside: tuple[str, ...] = ()
-                      ) -> tuple[dict[int, list[str]], Path]:
+def run_with_workflow(source: Path, workdir: Path, *extra: str, beside: tuple[str, ...] = (),
+                      expect_failure: bool = False) -> tuple[dict[int, list[str]], Path]:
     """Compile and run a copy of `source` with `nb2cwl run`; return outputs and results dir."""
     from nb2cwl.cli import main
 
@@ -74,7 +74,7 @@ def run_with_workflow(source: Path, workdir: Path, *extra: str, beside: tuple[st
         status = main(["run", str(target), "-o", str(out), "--quiet", *extra])
     finally:
         os.environ["PATH"] = old
-    assert status == 0, f"nb2cwl run failed for {source.name}"
+    assert status == (1 if expect_failure else 0), f"nb2cwl run: {source.name} gave {status}"
     results = sorted((out / "runs").iterdir(), key=lambda p: int(p.name))[-1]
     executed = next(results.glob("*.executed.ipynb"))
     return per_cell(nbformat.read(executed, as_version=4)), results

@@ -6,6 +6,7 @@ from typing import Any
 
 from cwl_utils.parser import cwl_v1_2 as cwl
 
+from nb2cwl.backends.resources import gpu_hints, resource_requirement, with_namespaces
 from nb2cwl.backends.step_scripts import file_plan
 from nb2cwl.ir.model import Step, Workflow
 
@@ -63,7 +64,8 @@ def step_tool(workflow: Workflow, step: Step, python: str) -> cwl.CommandLineToo
         baseCommand=[python],
         inputs=inputs,
         outputs=outputs,
-        requirements=[cwl.ResourceRequirement(coresMin=1)],
+        requirements=[resource_requirement(step.resources)],
+        hints=gpu_hints(step.resources),
     )
 
 
@@ -246,7 +248,7 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
 def as_document(obj: Any) -> dict[str, Any]:
     """A cwl-utils object as the plain mapping ruamel.yaml writes."""
     document = obj.save()
-    return {k: v for k, v in document.items() if k != "id"}
+    return with_namespaces({k: v for k, v in document.items() if k != "id"})
 
 
 def _first_line(step: Step) -> str:

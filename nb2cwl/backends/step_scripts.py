@@ -58,7 +58,7 @@ def file_plan(workflow: Workflow, step: Step) -> list[dict]:
     Files beside the notebook come first, then the files of earlier steps in notebook order;
     each entry names the paths to take, or none for all of that step's files.
     """
-    external = {path: number for number, (path, _) in enumerate(workflow.external_files)}
+    external = workflow.external_numbers
     plan: list[dict] = [
         {"path": i.var[len("file:"):], "external": external[i.var[len("file:"):]]}
         for i in step.inputs if i.var.startswith("file:") and i.producer is None
@@ -77,8 +77,9 @@ def file_plan(workflow: Workflow, step: Step) -> list[dict]:
     if step.sees_all_files:
         for producer in file_producers(workflow, step):
             wanted[producer] = None
-    order = {s.name: s.first_cell for s in workflow.steps}
-    for producer in sorted(wanted, key=lambda name: order.get(name, 0)):
+    steps = workflow.steps_by_name
+    for producer in sorted(wanted, key=lambda name: steps[name].first_cell
+                           if name in steps else 0):
         paths = wanted[producer]
         plan.append({"from": producer, "paths": None if paths is None else sorted(paths)})
     return plan

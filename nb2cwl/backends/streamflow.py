@@ -1,16 +1,22 @@
-"""The StreamFlow configuration: which workflow to run, where, and where to keep its database."""
+"""The StreamFlow configuration: which workflow to run, where each step runs, and where to keep
+StreamFlow's database."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from nb2cwl.backends.deployments import DeploymentPlan
 from nb2cwl.ir.model import Workflow
 
 DATABASE = ".streamflow/sqlite.db"
 
 
-def streamflow_config(workflow: Workflow, workflow_file: str, job_file: str) -> dict[str, Any]:
-    """streamflow.yml contents: the local deployment, every step bound to it."""
+def streamflow_config(workflow: Workflow, workflow_file: str, job_file: str,
+                      plan: DeploymentPlan | None = None) -> dict[str, Any]:
+    """streamflow.yml contents: the deployments of `plan` (default: every step on local)."""
+    if plan is None:
+        plan = DeploymentPlan({"local": {"type": "local", "config": {}}},
+                              [{"step": "/", "target": {"deployment": "local"}}])
     name = _workflow_name(workflow)
     return {
         "version": "v1.0",
@@ -18,10 +24,10 @@ def streamflow_config(workflow: Workflow, workflow_file: str, job_file: str) -> 
             name: {
                 "type": "cwl",
                 "config": {"file": workflow_file, "settings": job_file},
-                "bindings": [{"step": "/", "target": {"deployment": "local"}}],
+                "bindings": plan.bindings,
             }
         },
-        "deployments": {"local": {"type": "local", "config": {}}},
+        "deployments": plan.deployments,
         # relative to this file: every run keeps its metadata inside the output directory
         "database": {"type": "default", "config": {"connection": DATABASE}},
     }

@@ -10,6 +10,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from nb2cwl.backends import cwl as cwl_backend
+from nb2cwl.backends.deployments import DeploymentPlan
 from nb2cwl.backends.job import job_document
 from nb2cwl.backends.recovery import recovery_settings
 from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE, assemble_script, step_script
@@ -50,7 +51,8 @@ def prepare_output_dir(out_dir: str, force: bool) -> None:
 
 
 def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
-                   force: bool = False, retries: int = 0, retry_delay: int = 0) -> list[str]:
+                   force: bool = False, retries: int = 0, retry_delay: int = 0,
+                   deployments: DeploymentPlan | None = None) -> list[str]:
     """Write workflow.cwl, tools, step scripts, runtime, job and streamflow.yml; list them."""
     prepare_output_dir(out_dir, force)
     root = Path(out_dir)
@@ -93,7 +95,7 @@ def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
     shutil.copyfile(workflow.notebook_path, root / notebook_copy)
     written.append(notebook_copy)
     put_yaml("job.yml", job_document(workflow, out_dir, RUNTIME_PACKAGE, notebook_copy))
-    config = streamflow_config(workflow, "workflow.cwl", "job.yml")
+    config = streamflow_config(workflow, "workflow.cwl", "job.yml", deployments)
     config.update(recovery_settings(retries, retry_delay))
     put_yaml("streamflow.yml", config)
     put(MANIFEST, json.dumps({"generator": "nb2cwl", "files": sorted(written)}, indent=1) + "\n")

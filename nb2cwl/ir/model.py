@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -168,10 +169,17 @@ class Workflow:
 
     def step(self, name: str) -> Step:
         """The step called `name`."""
-        for step in self.steps:
-            if step.name == name:
-                return step
-        raise KeyError(name)
+        return self.steps_by_name[name]
+
+    @cached_property
+    def steps_by_name(self) -> dict[str, Step]:
+        """Every step by its name (computed once)."""
+        return {step.name: step for step in self.steps}
+
+    @cached_property
+    def external_numbers(self) -> dict[str, int]:
+        """The number of each external input file, by its relative path."""
+        return {path: number for number, (path, _) in enumerate(self.external_files)}
 
     def replay(self, key: str) -> Replay:
         """The Replay with `key`."""

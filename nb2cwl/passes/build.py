@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nb2cwl.analysis.dataflow import Dataflow
 from nb2cwl.analysis.skeletons import MapSkeleton
-from nb2cwl.errors import Diagnostic, DirectiveError
+from nb2cwl.errors import DirectiveError
 from nb2cwl.frontend.reader import safe_name
 from nb2cwl.ir.model import (
     CellCode,
@@ -61,13 +61,6 @@ def build_workflow(flow: Dataflow) -> Workflow:
     views = _cell_views(flow, step_of)
     steps.sort(key=lambda s: s.first_cell)
     diagnostics = list(flow.diagnostics)
-    for step in steps:
-        if step.target and step.target != "local":
-            diagnostics.append(Diagnostic(
-                "target-not-bound",
-                f"step {step.name} asks for deployment {step.target!r}; only the local "
-                "deployment is generated, so it runs locally",
-                notebook.location(flow.cell(step.first_cell).analysis.cell)))
     return Workflow(
         notebook_name=notebook.name,
         notebook_path=notebook.path,

@@ -1,0 +1,458 @@
+"""Where steps run: deployment definitions, step bindings, and each step's needs as settings.
+
+Deployment definitions come from the profiles in streamflow-configs/ (local, docker, slurm,
+helm) and from a --deployment-file in the same format, whose names take precedence. A step is
+bound by the first --target pattern that matches it, else by its cell's Jupyter-Workflow
+`workflow.target`, else to the default deployment: --deployment, the only deployment of a
+--deployment-file, or local.
+
+A step's needs (--resources; one GPU for a loop calling a @gpu_task function) become settings
+StreamFlow acts on, by connector type: a Slurm service, a Docker container with limits and
+GPUs, a Helm release whose pods request them. `plan_deployments` returns the deployments and
+bindings that go into streamflow.yml.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from nb2cwl.backends.resources import describe, parse_resources
+from nb2cwl.errors import BackendError, Diagnostic, Location
+from nb2cwl.ir.model import Resources, Step, Workflow
+from nb2cwl.options import CompileOptions
+
+PROFILES = Path(__file__).resolve().parent.parent.parent / "streamflow-configs"
+KINDS = ("local", "docker", "slurm", "helm")
+ASSEMBLE = "assemble"
+SELECTORS = {"@gpu": "steps that need GPUs", "@map": "the scattered parts of parallel loops"}
+_NAME = re.compile(r"^[a-z][a-zA-Z0-9._-]*$")
+_PART = re.compile(r"_(split|map|gather)$")
+TAGGED = "step_"  # prefix of the steps named by nb2cwl:step= tags (passes/build.py)
+# settings StreamFlow 0.2.0rc3 accepts but mishandles, or rejects: never emitted
+_BROKEN: dict[str, dict[str, str]] = {
+    "slurm": {"mincpus": "it is passed to sbatch as a wrong flag; use cpusPerTask",
+              "useMinNodes": "it is passed to sbatch as a wrong flag"},
+    "docker": {"addHost": "it is passed to docker run as --blkio-weight"},
+    "helm": {"wait": "the schema rejects it", "serverSide": "the schema rejects it",
+             "contentCache": "the schema rejects it",
+             "queriesPerSecond": "it crashes StreamFlow's validation"},
+    "helm4": {"wait": "the schema rejects it", "serverSide": "the schema rejects it",
+              "contentCache": "the schema rejects it",
+              "queriesPerSecond": "it crashes StreamFlow's validation"},
+}
+# added to a GPU step's container when the deployment says nothing (NCCL needs shared memory)
+DOCKER_GPU_DEFAULTS: dict[str, Any] = {"shmSize": 2 << 30,
+                                       "ulimit": ["memlock=-1", "stack=67108864"]}
+HELM_SERVICE = "worker"
+# deployment settings that name files: made absolute, relative to the file defining them
+_PATH_KEYS = ("chart", "kubeconfig", "file", "yamlValues", "envFile", "labelFile", "sshKey",
+              "passwordFile", "sshKeyPassphraseFile", "caFile", "certFile", "keyFile",
+              "kubeCaFile")
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One deployment definition, as StreamFlow gets it, plus nb2cwl's own settings for it."""
+
+    name: str
+    type: str
+    entry: dict[str, Any]  # type, config and StreamFlow's other deployment keys
+    origin: str  # where it was defined, for messages
+    service: str | None = None  # the service steps bind to (Slurm base service, pod container)
+    gpu: dict[str, Any] | None = None  # settings merged in for steps that need GPUs
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The connector configuration."""
+        return self.entry.setdefault("config", {})
+
+
+@dataclass
+class DeploymentPlan:
+    """The deployments and bindings that go into streamflow.yml."""
+
+    deployments: dict[str, dict[str, Any]]
+    bindings: list[dict[str, Any]]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def bind_steps(workflow: Workflow, options: CompileOptions) -> Workflow:
+    """Give every step its deployment name and its resource needs."""
+    resources = [(p, parse_resources(spec, f"--resources {p}={spec}"))
+                 for p, spec in options.resources]
+    diagnostics = [d for d in workflow.diagnostics if d.code != "target-not-bound"]
+    _check_patterns(workflow, [p for p, _ in resources], "--resources", diagnostics)
+    default = default_deployment(options)
+    steps = []
+    for step in workflow.steps:
+        needs = next((r for p, r in resources if _matches(p, step, gpu=_hinted_gpu(step))),
+                     Resources())
+        if _hinted_gpu(step) and not needs.gpus:
+            needs = replace(needs, gpus=1)
+        step = replace(step, resources=needs)
+        target = next((d for p, d in options.targets if _matches(p, step)), None)
+        steps.append(replace(step, target=target or step.target or default))
+    workflow = replace(workflow, steps=tuple(steps))
+    _check_patterns(workflow, [p for p, _ in options.targets], "--target", diagnostics)
+    return replace(workflow, diagnostics=tuple(diagnostics))
+
+
+def default_deployment(options: CompileOptions) -> str:
+    """The deployment of steps nothing else binds."""
+    if options.deployment:
+        return options.deployment
+    if options.deployment_file:
+        defined = load_deployment_file(options.deployment_file)
+        if len(defined) == 1:
+            return next(iter(defined))
+    return "local"
+
+
+def assemble_target(options: CompileOptions) -> str:
+    """The deployment of the step that writes the executed notebook."""
+    match = next((d for p, d in options.targets if not p.startswith("@")
+                  and fnmatchcase(ASSEMBLE, p)), None)
+    return match or default_deployment(options)
+
+
+def plan_deployments(workflow: Workflow, options: CompileOptions) -> DeploymentPlan:
+    """The deployments steps are bound to, with one variant per distinct set of needs."""
+    defined = load_deployment_file(options.deployment_file) if options.deployment_file else {}
+    plan = DeploymentPlan({}, [])
+    chosen: dict[str, Deployment] = {}
+
+    def deployment(name: str, who: str, where: Location) -> Deployment:
+        if name not in chosen:
+            found = defined.get(name) or (load_profile(name) if name in KINDS else None)
+            if found is None:
+                known = sorted(set(defined) | set(KINDS))
+                raise BackendError(
+                    f"{who} names deployment {name!r}, which is not defined; define it in a "
+                    f"--deployment-file, or use one of: {', '.join(known)}", where)
+            chosen[name] = _customised(found, options)
+            _check_broken(chosen[name])
+        return chosen[name]
+
+    default = default_deployment(options)
+    notebook = Location(workflow.notebook_name)
+    root = _variant(deployment(default, "--deployment", notebook), Resources(), plan,
+                    "the default", notebook)
+    plan.bindings.append({"step": "/", "target": root})
+    for step in workflow.steps:
+        first = step.cells[0]
+        where = Location(workflow.notebook_name, first.index, first.cell_id)
+        name = step.target or default
+        who = f"step {step.name} ({_source(step, options, default)})"
+        target = _variant(deployment(name, who, where), step.resources, plan,
+                          f"step {step.name}", where)
+        if target != root:
+            plan.bindings.append({"step": f"/{step.name}", "target": target})
+    name = assemble_target(options)
+    target = _variant(deployment(name, "--target for step assemble", notebook), Resources(),
+                      plan, "step assemble", notebook)
+    if target != root:
+        plan.bindings.append({"step": f"/{ASSEMBLE}", "target": target})
+    _check_unused_options(options, chosen, plan, notebook)
+    return plan
+
+
+def load_profile(kind: str) -> Deployment:
+    """The built-in profile for `kind` (local, docker, slurm, helm) from streamflow-configs/."""
+    path = PROFILES / f"{kind}.yml"
+    if not path.is_file() and kind == "local":  # compiling needs no profile: local is plain
+        return Deployment("local", "local", {"type": "local", "config": {}}, "built-in")
+    if not path.is_file():
+        raise BackendError(f"the built-in deployment profile {path} is missing; pass your own "
+                           "deployments with --deployment-file")
+    return _read_definitions(path, f"profile {path.name}")[kind]
+
+
+def load_deployment_file(path: str) -> dict[str, Deployment]:
+    """The deployments a --deployment-file defines, by name."""
+    return _read_definitions(Path(path), f"--deployment-file {path}")
+
+
+def _read_definitions(path: Path, origin: str) -> dict[str, Deployment]:
+    try:
+        document = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BackendError(f"{origin}: cannot read it: {exc.strerror}") from None
+    except YAMLError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BackendError(f"{origin}: not valid YAML: {first}") from None
+    entries = document.get("deployments") if isinstance(document, dict) else None
+    if not isinstance(entries, dict) or not entries:
+        raise BackendError(f"{origin}: expected a 'deployments' mapping of names to "
+                           "{type, config} (see streamflow-configs/)")
+    found = {}
+    base = path.resolve().parent
+    for name, entry in entries.items():
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise BackendError(f"{origin}: deployment name {name!r} must start with a lowercase "
+                               "letter and hold only letters, digits, '.', '_' and '-'")
+        if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+            raise BackendError(f"{origin}: deployment {name} needs a 'type' (local, docker, "
+                               "slurm, helm, ...) and a 'config' mapping")
+        entry = copy.deepcopy(entry)
+        own = entry.pop("nb2cwl", None) or {}
+        if not isinstance(own, dict) or not set(own) <= {"service", "gpu"}:
+            raise BackendError(f"{origin}: deployment {name}: 'nb2cwl' may hold only 'service' "
+                               "and 'gpu'")
+        if entry.get("config") is None:
+            entry["config"] = {}
+        if not isinstance(entry["config"], dict):
+            raise BackendError(f"{origin}: deployment {name}: 'config' must be a mapping")
+        gpu = own.get("gpu")
+        if gpu is not None and not isinstance(gpu, dict):
+            raise BackendError(f"{origin}: deployment {name}: 'nb2cwl.gpu' must be a mapping")
+        _absolute_paths(entry["config"], base)
+        found[name] = Deployment(name, entry["type"], entry, origin, own.get("service"), gpu)
+    return found
+
+
+def _absolute_paths(config: dict[str, Any], base: Path) -> None:
+    """Relative file settings are relative to the definitions file; StreamFlow's are not."""
+    def fix(value: Any) -> Any:
+        if isinstance(value, str) and value and not os.path.isabs(value) \
+                and (base / value).exists():
+            return str((base / value).resolve())
+        if isinstance(value, list):
+            return [fix(v) for v in value]
+        return value
+
+    for key in _PATH_KEYS:
+        if key in config:
+            config[key] = fix(config[key])
+    for service in (config.get("services") or {}).values():
+        if isinstance(service, dict) and "file" in service:
+            service["file"] = fix(service["file"])
+
+
+def _customised(found: Deployment, options: CompileOptions) -> Deployment:
+    """A private copy with --image and --chart applied."""
+    deployment = replace(found, entry=copy.deepcopy(found.entry),
+                         gpu=copy.deepcopy(found.gpu))
+    if options.image and deployment.type == "docker":
+        deployment.config["image"] = options.image
+        if deployment.gpu:
+            deployment.gpu.pop("image", None)
+    if deployment.type in ("helm", "helm4"):
+        if options.chart:
+            chart = Path(options.chart)
+            if not (chart.is_dir() and (chart / "Chart.yaml").is_file()) and not (
+                    chart.is_file() and chart.name.endswith((".tgz", ".tar.gz"))):
+                raise BackendError(f"--chart {options.chart}: not a chart directory (with "
+                                   "Chart.yaml) or a packaged chart (.tgz)")
+            deployment.config["chart"] = str(chart.resolve())
+        if options.image:
+            _add_values(deployment.config, {"image": options.image})
+            if deployment.gpu:
+                deployment.gpu.pop("image", None)
+    if deployment.type == "helm3":
+        raise BackendError(f"deployment {deployment.name} ({deployment.origin}): the helm3 "
+                           "connector of StreamFlow 0.2.0rc3 rejects 'chart'; use type: helm")
+    return deployment
+
+
+def _variant(deployment: Deployment, needs: Resources, plan: DeploymentPlan, who: str,
+             where: Location) -> dict[str, Any]:
+    """Add the deployment (or its variant for `needs`) to the plan; return the binding target."""
+    kind = deployment.type
+    if needs.nodes > 1 and kind not in ("slurm", "helm", "helm4"):
+        raise BackendError(f"{who} asks for {needs.nodes} nodes, but deployment "
+                           f"{deployment.name} ({kind}) runs on one machine; bind it to a Slurm "
+                           "deployment", where)
+    if kind == "slurm":
+        return _slurm(deployment, needs, plan)
+    if kind == "docker":
+        return _docker(deployment, needs, plan)
+    if kind in ("helm", "helm4", "kubernetes"):
+        return _pods(deployment, needs, plan, who, where)
+    plan.deployments.setdefault(deployment.name, deployment.entry)
+    if kind == "local" and needs.cores and needs.cores > (os.cpu_count() or 1):
+        plan.diagnostics.append(Diagnostic(
+            "resources-exceed-local", f"{who} needs {needs.cores} cores but this machine has "
+            f"{os.cpu_count()}; StreamFlow will wait for them forever on deployment "
+            f"{deployment.name}", where))
+    elif kind != "local" and (needs.gpus or needs.cores or needs.memory_mb):
+        plan.diagnostics.append(Diagnostic(
+            "resources-not-configured", f"{who} needs {describe(needs)}; nb2cwl writes these "
+            f"into the CWL ResourceRequirement only, not into the {kind} connector settings of "
+            f"deployment {deployment.name}", where))
+    target: dict[str, Any] = {"deployment": deployment.name}
+    if deployment.service:
+        target["service"] = deployment.service
+    return target
+
+
+def _slurm(deployment: Deployment, needs: Resources, plan: DeploymentPlan) -> dict[str, Any]:
+    services = deployment.config.get("services") or {}
+    base = deployment.service or ("default" if "default" in services else None)
+    if base is not None and base not in services:
+        raise BackendError(f"deployment {deployment.name} ({deployment.origin}): service "
+                           f"{base!r} named by nb2cwl.service is not among its services")
+    entry = plan.deployments.setdefault(deployment.name, deployment.entry)
+    if needs.is_default:
+        return {"deployment": deployment.name, **({"service": base} if base else {})}
+    name = f"{base or 'nb2cwl'}-{describe(needs)}"
+    service = copy.deepcopy(services.get(base, {})) if base else {}
+    if needs.gpus:
+        service.update(copy.deepcopy(deployment.gpu or {}))  # e.g. the GPU partition
+    if needs.cores:
+        service["cpusPerTask"] = needs.cores
+    if needs.memory_mb:
+        service["mem"] = f"{needs.memory_mb}M"
+    if needs.gpus:
+        service["gres"] = f"gpu:{needs.gpus}"
+        service.pop("gpus", None)
+    if needs.nodes > 1:
+        service["nodes"] = str(needs.nodes)
+        service["ntasksPerNode"] = 1
+    entry["config"].setdefault("services", {})[name] = service
+    return {"deployment": deployment.name, "service": name}
+
+
+def _docker(deployment: Deployment, needs: Resources, plan: DeploymentPlan) -> dict[str, Any]:
+    if needs.is_default:
+        plan.deployments.setdefault(deployment.name, deployment.entry)
+        return {"deployment": deployment.name}
+    name = f"{deployment.name}-{describe(needs)}"
+    if name not in plan.deployments:
+        entry = copy.deepcopy(deployment.entry)
+        config = entry["config"]
+        if needs.gpus:
+            config.update(copy.deepcopy(
+                deployment.gpu if deployment.gpu is not None else DOCKER_GPU_DEFAULTS))
+            config["gpus"] = str(needs.gpus)
+        if needs.cores:
+            config["cpus"] = needs.cores
+        if needs.memory_mb:
+            config["memory"] = needs.memory_mb * 1024 * 1024
+        plan.deployments[name] = entry
+    return {"deployment": name}
+
+
+def _pods(deployment: Deployment, needs: Resources, plan: DeploymentPlan, who: str,
+          where: Location) -> dict[str, Any]:
+    service = deployment.service or HELM_SERVICE
+    name = deployment.name
+    if needs.is_default:
+        plan.deployments.setdefault(name, deployment.entry)
+    elif deployment.type == "kubernetes":
+        plan.deployments.setdefault(name, deployment.entry)
+        plan.diagnostics.append(Diagnostic(
+            "resources-not-configured", f"{who} needs {describe(needs)}; write the requests "
+            f"into the manifests of kubernetes deployment {name}", where))
+    else:
+        name = f"{deployment.name}-{describe(needs)}"
+        if name not in plan.deployments:
+            entry = copy.deepcopy(deployment.entry)
+            values: dict[str, Any] = {}
+            if needs.gpus:
+                values.update(deployment.gpu or {})
+                values["gpus"] = needs.gpus
+            if needs.cores:
+                values["resources.cpu"] = needs.cores
+            if needs.memory_mb:
+                values["resources.memory"] = f"{needs.memory_mb}Mi"
+            if needs.nodes > 1:
+                values["replicas"] = needs.nodes
+            _add_values(entry["config"], values)
+            plan.deployments[name] = entry
+    target: dict[str, Any] = {"deployment": name, "service": service}
+    if needs.nodes > 1:
+        target["locations"] = needs.nodes
+    return target
+
+
+def _add_values(config: dict[str, Any], values: dict[str, Any]) -> None:
+    """Append chart values to commandLineValues (helm --set; the later value wins)."""
+    pairs = [f"{k}={v}" for k, v in values.items()]
+    existing = config.get("commandLineValues")
+    config["commandLineValues"] = ",".join(([existing] if existing else []) + pairs)
+
+
+def _check_broken(deployment: Deployment) -> None:
+    broken = _BROKEN.get(deployment.type, {})
+    settings = [deployment.config]
+    if deployment.type == "slurm":
+        settings += [s for s in (deployment.config.get("services") or {}).values()
+                     if isinstance(s, dict)]
+    for mapping in settings:
+        for key, why in broken.items():
+            if key in mapping:
+                raise BackendError(f"deployment {deployment.name} ({deployment.origin}): "
+                                   f"remove {key!r}: in StreamFlow 0.2.0rc3 {why}")
+
+
+def _check_unused_options(options: CompileOptions, chosen: dict[str, Deployment],
+                          plan: DeploymentPlan, where: Location) -> None:
+    kinds = {d.type for d in chosen.values()}
+    if options.image and not kinds & {"docker", "helm", "helm4"}:
+        plan.diagnostics.append(Diagnostic(
+            "option-unused", "--image is set but no step runs on a docker or helm deployment",
+            where))
+    if options.chart and not kinds & {"helm", "helm4"}:
+        plan.diagnostics.append(Diagnostic(
+            "option-unused", "--chart is set but no step runs on a helm deployment", where))
+
+
+def _source(step: Step, options: CompileOptions, default: str) -> str:
+    """What bound `step` to its deployment, for messages."""
+    for pattern, name in options.targets:
+        if _matches(pattern, step):
+            return f"--target {pattern}={name}"
+    if step.target != default:
+        return "cell metadata workflow.target"
+    return "--deployment" if options.deployment else "the default deployment"
+
+
+def _hinted_gpu(step: Step) -> bool:
+    """A loop calling a @gpu_task function: its per-item part needs a GPU."""
+    return step.plan is not None and step.plan.gpu and step.role in ("map", "cell")
+
+
+def _matches(pattern: str, step: Step, gpu: bool | None = None) -> bool:
+    if pattern == "@gpu":
+        return bool(step.resources.gpus) if gpu is None else gpu
+    if pattern == "@map":
+        return step.role == "map"
+    names = [step.name]
+    if step.role in ("split", "map", "gather"):
+        names.append(_PART.sub("", step.name))
+    # a step made by the tag nb2cwl:step=train is called step_train: `train` matches it too
+    names += [n.removeprefix(TAGGED) for n in names if n.startswith(TAGGED)]
+    return any(fnmatchcase(name, pattern) for name in names)
+
+
+def _check_patterns(workflow: Workflow, patterns: list[str], option: str,
+                    diagnostics: list[Diagnostic]) -> None:
+    names = [s.name for s in workflow.steps] + [ASSEMBLE]
+    for pattern in patterns:
+        if pattern.startswith("@"):
+            if pattern not in SELECTORS:
+                raise BackendError(f"{option} {pattern}: unknown selector; use "
+                                   + " or ".join(f"{k} ({v})" for k, v in SELECTORS.items()))
+            if not any(_matches(pattern, s, gpu=_hinted_gpu(s) or None)
+                       for s in workflow.steps):
+                diagnostics.append(Diagnostic("pattern-unmatched", f"{option} {pattern} "
+                                              "matches no step", Location(workflow.notebook_name)))
+            continue
+        if any(_matches(pattern, s) for s in workflow.steps) or fnmatchcase(ASSEMBLE, pattern):
+            continue
+        if any(c in pattern for c in "*?["):
+            diagnostics.append(Diagnostic("pattern-unmatched", f"{option} {pattern} matches no "
+                                          "step", Location(workflow.notebook_name)))
+            continue
+        raise BackendError(f"{option} {pattern}: no step is called {pattern!r}; the steps are "
+                           f"{', '.join(names)} (see nb2cwl explain)",
+                           Location(workflow.notebook_name))

@@ -1,0 +1,79 @@
+"""Steps bound to Slurm run as jobs of a real Slurm cluster started on this machine.
+
+Proof that a step ran as a Slurm job: the job id in the step's own environment (printed by the
+cell), and the same id in Slurm's job completion log, COMPLETED, with the resources asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from deployment_cases import run_notebook, tuned_profile, write_notebook
+from engines.slurm import SlurmCluster
+
+pytestmark = [pytest.mark.slurm, pytest.mark.streamflow]
+
+
+def _profile(tmp_path: Path) -> Path:
+    """The slurm profile, polling every second (the default 5 s doubles the run time)."""
+    return tuned_profile("slurm", tmp_path / "slurm.yml", pollingInterval=1,
+                         maxConcurrentJobs=4)
+
+
+def _job(text: str) -> str | None:
+    found = re.search(r"job=(\S+)", text)
+    return None if found is None or found.group(1) == "None" else found.group(1)
+
+
+def test_every_step_runs_as_a_slurm_job(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    notebook = write_notebook(
+        tmp_path / "everywhere.ipynb",
+        "import os\nx = 20\nprint('job=' + str(os.environ.get('SLURM_JOB_ID')))",
+        "y = x + 1\nprint('job=' + str(os.environ.get('SLURM_JOB_ID')))",
+        "print('job=' + str(os.environ.get('SLURM_JOB_ID')), 'y*2 =', y * 2)",
+    )
+    before = set(slurm_cluster.completed_jobs())
+    printed = run_notebook(notebook, tmp_path / "wf", "--deployment", "slurm",
+                           "--deployment-file", str(_profile(tmp_path)))
+    assert "y*2 = 42" in printed[2]
+    jobs = [_job(text) for text in printed]
+    assert all(j is not None and j.isdigit() for j in jobs), printed
+    assert len(set(jobs)) == 3  # one job per step
+    completed = {k: v for k, v in slurm_cluster.completed_jobs().items() if k not in before}
+    assert set(jobs) <= set(completed)
+    assert len(completed) == 4  # and one for assembling the executed notebook
+    for fields in completed.values():
+        assert fields["JobState"] == "COMPLETED" and fields["ExitCode"] == "0:0"
+        assert fields["Name"] == "nb2cwl"  # the profile's service
+    assert not slurm_cluster.queued_jobs()
+
+
+def test_mixed_run_puts_the_parallel_loop_on_slurm(slurm_cluster: SlurmCluster,
+                                                   tmp_path: Path) -> None:
+    cores = min(2, slurm_cluster.cpus)
+    notebook = write_notebook(
+        tmp_path / "mixed.ipynb",
+        "import os\nfrom nb2cwl import parallel_task\nitems = list(range(6))",
+        "@parallel_task\ndef square(i):\n    return i * i, os.environ.get('SLURM_JOB_ID')",
+        "results = [square(i) for i in items]",
+        "print([r for r, _ in results])\n"
+        "print('jobs=' + ','.join(sorted({str(j) for _, j in results})))\n"
+        "print('job=' + str(os.environ.get('SLURM_JOB_ID')))",
+    )
+    before = set(slurm_cluster.completed_jobs())
+    printed = run_notebook(
+        notebook, tmp_path / "wf", "--target", "@map=slurm", "--target", "*=local",
+        "--resources", f"@map=cores={cores},memory=200M", "--chunks", "2",
+        "--deployment-file", str(_profile(tmp_path)))
+    assert "[0, 1, 4, 9, 16, 25]" in printed[3]
+    assert _job(printed[3]) is None  # the gather and the rest ran locally
+    map_jobs = re.search(r"jobs=(\S+)", printed[3]).group(1).split(",")
+    assert len(map_jobs) == 2 and all(j.isdigit() for j in map_jobs)  # one job per chunk
+    completed = {k: v for k, v in slurm_cluster.completed_jobs().items() if k not in before}
+    assert set(completed) == set(map_jobs)  # nothing else went to Slurm
+    for fields in completed.values():
+        assert fields["JobState"] == "COMPLETED"
+        assert fields["ProcCnt"] == str(cores)  # cpusPerTask from --resources
+        assert f"cpu={cores}," in fields["Tres"] and "mem=200M" in fields["Tres"]
