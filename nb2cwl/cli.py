@@ -97,6 +97,11 @@ def _output_options(parser: argparse.ArgumentParser, required: bool) -> None:
     parser.add_argument("--force", action="store_true",
                         help="write into an existing directory that holds other files "
                              "(files nb2cwl did not write are kept unless names collide)")
+    _step_options(parser)
+
+
+def _step_options(parser: argparse.ArgumentParser) -> None:
+    """How steps run: interpreter, retries, and deployments (compile, run and export)."""
     parser.add_argument("--retries", type=_positive, default=0, metavar="N",
                         help="retry a step whose process crashed (killed, out of memory, lost "
                              "node) up to N times; a cell that raises is not retried")
@@ -259,14 +264,7 @@ def _bundle_parsers(commands: argparse._SubParsersAction) -> None:
                         help="the license of the notebook and its data, as an SPDX id "
                              "(e.g. CC-BY-4.0) or a URL, recorded in the crate")
     export.add_argument("--author", metavar="NAME", help="the author recorded in the crate")
-    export.add_argument("--python", default="python3",
-                        help="Python interpreter the steps run with, found on PATH where the "
-                             "step runs (default: python3)")
-    export.add_argument("--retries", type=_positive, default=0, metavar="N",
-                        help="retry a step whose process crashed up to N times")
-    export.add_argument("--retry-delay", type=_positive, default=0, metavar="SECONDS",
-                        help="wait this long before each retry")
-    _deployment_options(export)
+    _step_options(export)
     verify = commands.add_parser(
         "verify", help="check a bundle: every file against CHECKSUMS.sha256, the steps' "
         "seal, the RO-Crate; exit status 1 on any difference")

@@ -33,13 +33,7 @@ def collections(step: Step) -> int:
 
 def step_tool(workflow: Workflow, step: Step, python: str) -> cwl.CommandLineTool:
     """The CommandLineTool that runs one step's script."""
-    inputs = [
-        cwl.CommandInputParameter(id="script", type_="File",
-                                  inputBinding=cwl.CommandLineBinding(position=0)),
-        cwl.CommandInputParameter(id="runtime", type_="Directory",
-                                  inputBinding=cwl.CommandLineBinding(position=1,
-                                                                      prefix="--runtime")),
-    ]
+    inputs = _script_inputs()
     for port, prefix in step_ports(workflow, step):
         inputs.append(cwl.CommandInputParameter(
             id=port, type_=_port_type(port, workflow),
@@ -67,6 +61,17 @@ def step_tool(workflow: Workflow, step: Step, python: str) -> cwl.CommandLineToo
         requirements=[resource_requirement(step.resources)],
         hints=gpu_hints(step.resources),
     )
+
+
+def _script_inputs() -> list[cwl.CommandInputParameter]:
+    """The generated script a tool runs, and the runtime package it imports."""
+    return [
+        cwl.CommandInputParameter(id="script", type_="File",
+                                  inputBinding=cwl.CommandLineBinding(position=0)),
+        cwl.CommandInputParameter(id="runtime", type_="Directory",
+                                  inputBinding=cwl.CommandLineBinding(position=1,
+                                                                      prefix="--runtime")),
+    ]
 
 
 def step_ports(workflow: Workflow, step: Step) -> list[tuple[str, str]]:
@@ -125,11 +130,7 @@ def _port_type(port: str, workflow: Workflow) -> str:
 def assemble_tool(workflow: Workflow, python: str) -> cwl.CommandLineTool:
     """The CommandLineTool that writes the executed notebook and gathers written files."""
     inputs = [
-        cwl.CommandInputParameter(id="script", type_="File",
-                                  inputBinding=cwl.CommandLineBinding(position=0)),
-        cwl.CommandInputParameter(id="runtime", type_="Directory",
-                                  inputBinding=cwl.CommandLineBinding(position=1,
-                                                                      prefix="--runtime")),
+        *_script_inputs(),
         cwl.CommandInputParameter(id="notebook", type_="File",
                                   inputBinding=cwl.CommandLineBinding(position=2,
                                                                       prefix="--notebook")),

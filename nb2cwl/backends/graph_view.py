@@ -14,17 +14,23 @@ def workflow_graph(workflow: Workflow) -> tuple[list[GraphNode], list[GraphEdge]
         nodes.append(GraphNode(f"external_{number}", path, "input"))
     for step in workflow.steps:
         cells = ", ".join(str(c.index) for c in step.cells)
-        nodes.append(GraphNode(step.name, f"{step.name}\ncell {cells}", "step"))
+        scatter = ""
+        if step.role == "map" and step.plan is not None:
+            method = step.plan.method
+            scatter = "\nscatter" + ("" if method == "scatter" else f" ({method})")
+        nodes.append(GraphNode(step.name, f"{step.name}\ncell {cells}{scatter}", "step"))
         by_source: dict[str, list[str]] = {}
         external = {p: n for n, (p, _) in enumerate(workflow.external_files)}
         for item in step.inputs:
+            if item.var == "skeleton:prefix":
+                continue  # the split's report: bookkeeping, not data
             if item.producer is not None:
                 source = item.producer
             elif item.var.startswith("file:") and item.var[5:] in external:
                 source = f"external_{external[item.var[5:]]}"
             else:
                 continue
-            by_source.setdefault(source, []).append(item.var)
+            by_source.setdefault(source, []).append(item.var.removeprefix("skeleton:"))
         for source, names in sorted(by_source.items()):
             edges.append(GraphEdge(source, step.name, ", ".join(sorted(names))))
     nodes.append(GraphNode("executed_notebook", "executed notebook", "output"))
