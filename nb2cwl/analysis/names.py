@@ -93,8 +93,10 @@ def value_roots(value: nodes.NodeNG) -> set[str]:
         found = set().union(*(value_roots(p) for p in parts))
         own: set[str] = set()
         for generator in value.generators:
-            found |= value_roots(generator.iter)
             own |= {n.name for n in generator.target.nodes_of_class(nodes.AssignName)}
+        if found & own:  # the results are the items themselves: they share the collection's
+            for generator in value.generators:
+                found |= value_roots(generator.iter)
         return found - own
     if isinstance(value, nodes.Call):
         func = value.func

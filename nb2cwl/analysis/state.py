@@ -32,6 +32,7 @@ class NamespaceState:
     definitions: dict[str, Definition] = field(default_factory=dict)  # replayable bindings
     const_strings: dict[str, str] = field(default_factory=dict)
     types: dict[str, str] = field(default_factory=dict)  # syntactically known value types
+    immutable_items: set[str] = field(default_factory=set)  # collections of numbers/strings
     aliases: dict[str, frozenset[str]] = field(default_factory=dict)
     star_imports: list[Definition] = field(default_factory=list)
 
@@ -64,3 +65,4 @@ class NamespaceState:
         self.definitions.pop(name, None)
         self.const_strings.pop(name, None)
         self.types.pop(name, None)
+        self.immutable_items.discard(name)

@@ -269,6 +269,7 @@ class EffectWalker(FileEffects, ValueTypes):
             for other in value_roots(value):
                 if other != root and other not in self.state.imports:
                     self.state.link(root, other)
+            self._hand_on_group(root)
 
     # --- names -------------------------------------------------------------------------
 
@@ -303,6 +304,7 @@ class EffectWalker(FileEffects, ValueTypes):
             for other in value_roots(value) if value is not None else ():
                 if other != name and other not in state.imports:
                     state.link(name, other)
+            self._hand_on_group(name)
             if isinstance(value, nodes.Lambda):
                 self._merge_function(name, value)
             return
@@ -316,11 +318,62 @@ class EffectWalker(FileEffects, ValueTypes):
         known = self.syntactic_type(value)
         if known:
             state.types[name] = known
+        if self._immutable_items(value):
+            state.immutable_items.add(name)
         if isinstance(value, nodes.Lambda):
             state.functions[name] = summarize_function(value, state, self.cell_index, set())
         for other in value_roots(value):
-            if other != name and other not in state.imports and other not in state.functions:
+            if (other != name and other not in state.imports and other not in state.functions
+                    and self._shares(value, other)):
                 state.link(name, other)
+        self._hand_on_group(name)
+
+    def _shares(self, value: nodes.NodeNG, other: str) -> bool:
+        """Whether the value may hold `other`'s object (not just something made from it)."""
+        if isinstance(value, (nodes.Name, nodes.List, nodes.Tuple, nodes.Set, nodes.Dict,
+                              nodes.IfExp, nodes.Starred)):
+            return True  # the very same object, or a container holding it
+        known = self.state.types.get(other)
+        if known in kb.IMMUTABLE_TYPES:
+            return False  # nothing in it can change
+        if other in self.state.immutable_items:
+            return False  # its items are numbers or strings: sharing them changes nothing
+        # pandas copies on write: what is derived from a frame never changes the frame
+        return known not in ("pandas.DataFrame", "pandas.Series")
+
+    def _immutable_items(self, value: nodes.NodeNG) -> bool:
+        """A collection whose items are all numbers or strings: range(...), [1, 'a'], ..."""
+        if isinstance(value, (nodes.List, nodes.Tuple, nodes.Set)):
+            return all(isinstance(e, nodes.Const) for e in value.elts)
+        if isinstance(value, nodes.Call) and isinstance(value.func, nodes.Name):
+            if value.func.name == "range":
+                return True
+            if value.func.name in ("list", "tuple", "sorted", "set") and len(value.args) == 1:
+                return self._immutable_items(value.args[0]) or (
+                    isinstance(value.args[0], nodes.Name)
+                    and value.args[0].name in self.state.immutable_items)
+        if isinstance(value, (nodes.ListComp, nodes.SetComp, nodes.GeneratorExp)):
+            element = value.elt
+            own = {n.name for g in value.generators
+                   for n in g.target.nodes_of_class(nodes.AssignName)}
+            sources = [g.iter for g in value.generators]
+            bare = isinstance(element, nodes.Name) and element.name in own
+            return bare and all(
+                self._immutable_items(s) or (isinstance(s, nodes.Name)
+                                             and s.name in self.state.immutable_items)
+                for s in sources)
+        return False
+
+    def _hand_on_group(self, name: str) -> None:
+        """A new alias: the cell hands on every member, so later cells load them together.
+
+        Loaded from different cells, two names for one object would become two objects.
+        """
+        for member in sorted(self.state.alias_group(name) - {name}):
+            if member not in self.definite:
+                self.fx.reads.add(member)
+            self.fx.mutates.add(member)
+            self.state.definitions.pop(member, None)
 
     def _merge_function(self, name: str, value: nodes.Lambda) -> None:
         summary = summarize_function(value, self.state, self.cell_index, set())
