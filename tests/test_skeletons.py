@@ -18,6 +18,7 @@ import nbformat
 import pytest
 from conftest import NOTEBOOKS
 from equivalence import run_with_nbclient, run_with_workflow
+from test_cli import notebook
 
 from nb2cwl.cli import main
 
@@ -271,3 +272,43 @@ def test_map_over_zero_and_one_item(
     jupyter = run_with_nbclient(path, tmp_path / "jupyter")
     workflow, _ = run_with_workflow(path, tmp_path / "workflow", *extra)
     _assert_same_outputs(jupyter, workflow, f"{len(items)} items {' '.join(extra)}")
+
+
+def _steps_of(path: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+    assert main(["explain", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_jupyter_workflow_scatter_metadata_forces_the_scatter(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "P"}
+    cells = ["xs = list(range(6))", "ys = [x * 3 for x in xs]\nprint(ys)"]
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    path = tmp_path / "jw.ipynb"
+    nbformat.write(nb, path)
+    assert _steps_of(path, capsys)["skeletons"] == []  # cheap work: not worth a scatter
+    nb.cells[1].metadata["workflow"] = {"version": "v1.0", "step": {
+        "in": [{"name": "xs", "type": "name", "scatter": 0}], "out": ["ys"]}}
+    nbformat.write(nb, path)
+    assert [s.split(":")[0] for s in _steps_of(path, capsys)["skeletons"]] == ["cell 1"]
+    jupyter = run_with_nbclient(path, tmp_path / "jupyter")
+    workflow, _ = run_with_workflow(path, tmp_path / "workflow")
+    assert workflow == jupyter
+
+
+def test_values_ready_before_the_loop_do_not_wait_for_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = notebook(tmp_path / "early.ipynb", [
+        "def work(x):\n    return x * 2",
+        "xs = list(range(4))",
+        "settings = {'scale': 3}\nys = [work(x) for x in xs]\nprint(ys)",
+        "print(settings['scale'])",
+        "print(sum(ys))",
+    ], markdown_first=False)
+    steps = {s["name"]: s for s in _steps_of(path, capsys)["steps"]}
+    assert steps["cell_3"]["depends_on"] == ["cell_2_split"]
+    assert steps["cell_4"]["depends_on"] == ["cell_2_gather"]
+    jupyter = run_with_nbclient(path, tmp_path / "jupyter")
+    workflow, _ = run_with_workflow(path, tmp_path / "workflow")
+    assert workflow == jupyter

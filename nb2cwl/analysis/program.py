@@ -102,7 +102,8 @@ def _analyse_cell(
     blocked: list[Blocked] = []
     for number, stmt in enumerate(body):
         if skeleton is None and walker.depth == 0:
-            found = find_skeleton(stmt, state, cell.index, cell.code, offset, inferrer)
+            found = find_skeleton(stmt, state, cell.index, cell.code, offset, inferrer,
+                                  frozenset(directives.scatter))
             if isinstance(found, MapSkeleton):
                 skeleton = found
             elif isinstance(found, Blocked):

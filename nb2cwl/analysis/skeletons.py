@@ -94,6 +94,7 @@ class _Piece:
     offset: int  # whole-module line of the cell's first line, minus one
     hinted: set[str] = field(default_factory=set)
     gpu_hinted: set[str] = field(default_factory=set)
+    scatter_over: set[str] = field(default_factory=set)  # Jupyter-Workflow scatter metadata
 
     def rel(self, line: int) -> int:
         return line - self.offset
@@ -115,10 +116,15 @@ def find_skeleton(
     code: str,
     offset: int,
     infer: TypeInferrer | None,
+    scatter_hints: frozenset[str] = frozenset(),
 ) -> MapSkeleton | Blocked | None:
-    """Recognise a map (or map-reduce) in one top-level statement of a cell, if any."""
+    """Recognise a map (or map-reduce) in one top-level statement of a cell, if any.
+
+    `scatter_hints` are the names Jupyter-Workflow metadata asks to scatter over: a loop over
+    one of them is scattered (when safe) even if its work looks cheap.
+    """
     piece = _Piece(code.splitlines(), offset, _hinted(state, "parallel_task"),
-                   _hinted(state, "gpu_task"))
+                   _hinted(state, "gpu_task"), set(scatter_hints))
     try:
         if isinstance(stmt, nodes.For):
             return _loop(stmt, state, cell_index, piece, infer)
@@ -242,6 +248,7 @@ def _comprehension(
         [node.elt] if not isinstance(node, nodes.Call) else [])
     _check_shared_results(results, bound, iterables, node.lineno)
     forced, gpu = _hints_used(elements, piece)
+    forced = forced or _scatter_hinted(iterables, piece)
     if not forced and not _worth_it(elements, state, mapped):
         return None
     gather_statement = _replace_span(stmt, node, piece,
@@ -367,6 +374,7 @@ def _loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: _Piece
                           tuple(iterables), stmt.lineno, locals_)
     keep = tuple(sorted((locals_ | bound) & _names_loaded(piece.suffix(stmt))))
     forced, gpu = _hints_used(body, piece)
+    forced = forced or _scatter_hinted(tuple(iterables), piece)
     if not forced and not _worth_it(body, state):
         return None
     method = "nested_crossproduct" if len(iterables) == 2 else "scatter"
@@ -682,6 +690,10 @@ def _accumulated_values(body: list[nodes.NodeNG], accumulators: set[str]) -> lis
             elif isinstance(node, (nodes.Assign, nodes.AugAssign)):
                 found.append(node.value)
     return found
+
+
+def _scatter_hinted(iterables: tuple[nodes.NodeNG, ...], piece: _Piece) -> bool:
+    return any(value_roots(i) & piece.scatter_over for i in iterables)
 
 
 def _hints_used(parts: list[nodes.NodeNG], piece: _Piece) -> tuple[bool, bool]:

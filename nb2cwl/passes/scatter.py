@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 
 from nb2cwl.ir.model import Fallback, Step, StepInput, Workflow
@@ -16,6 +17,7 @@ def scatter_loops(workflow: Workflow, chunks: int = 0) -> Workflow:
     """Split every step whose cell holds a recognised map; keep the rest as it is."""
     steps: list[Step] = []
     renamed: dict[str, str] = {}
+    early: dict[str, tuple[str, set[str]]] = {}  # cell step -> (its split, values ready there)
     fallbacks = list(workflow.fallbacks)
     skeletons = list(workflow.skeletons)
     for step in workflow.steps:
@@ -35,10 +37,11 @@ def scatter_loops(workflow: Workflow, chunks: int = 0) -> Workflow:
         plan = replace(plan, chunks=chunks)
         split, mapper, gather = _rewrite(replace(step, plan=plan), plan)
         renamed[step.name] = gather.name
+        early[step.name] = (split.name, _ready_after_split(step, plan, split))
         steps += [split, mapper, gather]
         skeletons.append(f"cell {cell}: {plan.form} -> {plan.method} over chunks "
                          f"({split.name} -> {mapper.name} -> {gather.name})")
-    steps = [_rename_inputs(s, renamed) for s in steps]
+    steps = [_rename_inputs(s, renamed, early) for s in steps]
     names = {c.index: s.name for s in steps for c in s.cells if s.role in ("cell", "gather")}
     cells = tuple(replace(v, step=names.get(v.index, v.step)) for v in workflow.cells)
     return replace(workflow, steps=tuple(steps), fallbacks=tuple(fallbacks),
@@ -83,10 +86,34 @@ def _rng(step: Step) -> set[str]:
         v for v in step.outputs if v.startswith("rng:")}
 
 
-def _rename_inputs(step: Step, renamed: dict[str, str]) -> Step:
-    if not renamed:
+def _ready_after_split(step: Step, plan, split: Step) -> set[str]:
+    """Values the cell defines before the loop that nothing after it touches.
+
+    Steps that need only those take them from the split and do not wait for the loop.
+    """
+    try:
+        later = {n.id for n in ast.walk(ast.parse(plan.gather_code)) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return set()
+    later |= set(plan.accumulators) | set(plan.loop_locals) | set(plan.keep_locals)
+    for group in step.alias_groups:
+        if later & set(group):
+            later |= set(group)
+    return {v for v in step.outputs if v in split.outputs and v not in later
+            and not v.startswith(("rng:", "file:"))} - {v for v in step.outputs
+                                                        if v.startswith("skeleton:")}
+
+
+def _rename_inputs(step: Step, renamed: dict[str, str],
+                   early: dict[str, tuple[str, set[str]]]) -> Step:
+    if not renamed or step.is_skeleton_part:
         return step
-    inputs = tuple(
-        replace(i, producer=renamed.get(i.producer, i.producer)) if i.var not in PSEUDO else i
-        for i in step.inputs)
-    return replace(step, inputs=inputs)
+    inputs = []
+    for item in step.inputs:
+        if item.var in PSEUDO or item.producer not in renamed:
+            inputs.append(item)
+        elif item.var in early.get(item.producer, ("", set()))[1]:
+            inputs.append(replace(item, producer=early[item.producer][0]))
+        else:
+            inputs.append(replace(item, producer=renamed[item.producer]))
+    return replace(step, inputs=tuple(inputs))
