@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from nb2cwl.errors import RunError
 from nb2cwl.ir.model import Workflow
 
 CACHE_DIR = ".nb2cwl-cache"
+_SCHEDULED = re.compile(r"Scheduled job \S+ with job id (\S+)")
 _COMPLETED = re.compile(r"COMPLETED Step /(\S+)")
 _FAILED = re.compile(r"FAILED (?:Step|Job) /(\S+)")
 
@@ -87,6 +89,7 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     total = len(workflow.steps) + 1
     done: list[str] = []
     log: list[str] = []
+    batch_jobs: list[str] = []  # queue jobs StreamFlow submitted for this run
     start = time.monotonic()
     engine = engine or Engine(os.path.join(out_dir, CACHE_DIR) if cache else None)
     process = engine.start(
@@ -95,6 +98,9 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
         assert process.stdout is not None
         for line in process.stdout:
             log.append(line)
+            scheduled = _SCHEDULED.search(line)
+            if scheduled:
+                batch_jobs.append(scheduled.group(1))
             if debug:
                 sys.stderr.write(line)
             match = _COMPLETED.search(line)
@@ -106,6 +112,7 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
         status = process.wait()
     except KeyboardInterrupt:
         _stop(process)
+        _cancel(batch_jobs)
         raise RunError("interrupted: the workflow was stopped; finished steps' results are "
                        f"in {results}") from None
     seconds = time.monotonic() - start
@@ -152,6 +159,13 @@ def _stop(process: subprocess.Popen[str]) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def _cancel(jobs: list[str]) -> None:
+    """Cancel the Slurm jobs this run submitted (StreamFlow does not when interrupted)."""
+    scancel = shutil.which("scancel")
+    if jobs and scancel:
+        subprocess.run([scancel, *jobs], capture_output=True, check=False, timeout=60)
 
 
 def _failure(log: list[str], status: int) -> str:
