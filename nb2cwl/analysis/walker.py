@@ -9,6 +9,7 @@ function sees the globals as they are when it is called (late binding).
 from __future__ import annotations
 
 import builtins
+import importlib.metadata
 from collections.abc import Callable, Iterable
 
 from astroid import nodes
@@ -19,6 +20,17 @@ from nb2cwl.analysis.file_effects import FileEffects, looks_like_path
 from nb2cwl.analysis.names import chain_has_call, item_bindings, root_name, value_roots
 from nb2cwl.analysis.state import NamespaceState
 from nb2cwl.analysis.value_types import CONTAINERS_OF_KNOWN, ValueTypes
+
+
+def _pandas_major() -> int:
+    try:
+        return int(importlib.metadata.version("pandas").split(".")[0])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return 0
+
+
+#: From pandas 3 on, copy-on-write is always on: a column or slice is never a view.
+_PANDAS_COPIES_ON_WRITE = _pandas_major() >= 3
 
 BUILTIN_NAMES = frozenset(dir(builtins)) | {"get_ipython", "display", "__name__", "__file__"}
 TypeInferrer = Callable[[nodes.NodeNG], "str | None"]
@@ -338,8 +350,8 @@ class EffectWalker(FileEffects, ValueTypes):
             return False  # nothing in it can change
         if other in self.state.immutable_items:
             return False  # its items are numbers or strings: sharing them changes nothing
-        # pandas copies on write: what is derived from a frame never changes the frame
-        return known not in ("pandas.DataFrame", "pandas.Series")
+        # pandas 3 copies on write: what is derived from a frame never changes the frame
+        return not (known in ("pandas.DataFrame", "pandas.Series") and _PANDAS_COPIES_ON_WRITE)
 
     def _immutable_items(self, value: nodes.NodeNG) -> bool:
         """A collection whose items are all numbers or strings: range(...), [1, 'a'], ..."""
