@@ -9,12 +9,11 @@ import sys
 import traceback
 
 from nb2cwl import __version__
-from nb2cwl.api import compile_notebook, compile_to_directory
-from nb2cwl.backends.explain import explain_data, explain_text
-from nb2cwl.backends.graph import render_graph
-from nb2cwl.backends.graph_view import workflow_graph
 from nb2cwl.errors import Nb2CwlError
 from nb2cwl.options import CompileOptions
+
+# The compiler is imported inside the commands: `nb2cwl run` starts StreamFlow first, so that
+# StreamFlow's start-up overlaps with importing the compiler and compiling.
 
 COMMANDS = ("compile", "run", "explain", "graph", "export", "verify")
 
@@ -197,6 +196,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "export":
         return _export(args, options)
     if args.command == "explain":
+        from nb2cwl.api import compile_notebook
+        from nb2cwl.backends.explain import explain_data, explain_text
+
         workflow = compile_notebook(args.notebook, options)
         if args.json:
             print(json.dumps(explain_data(workflow), indent=1))
@@ -204,6 +206,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             sys.stdout.write(explain_text(workflow))
         return 0
     if args.command == "graph":
+        from nb2cwl.api import compile_notebook
+        from nb2cwl.backends.graph import render_graph
+        from nb2cwl.backends.graph_view import workflow_graph
+
         workflow = compile_notebook(args.notebook, options)
         fmt = args.format or os.path.splitext(args.output)[1].lstrip(".").lower()
         nodes, edges = workflow_graph(workflow)
@@ -220,6 +226,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         # StreamFlow starts up while the notebook compiles
         engine = Engine(None if args.no_cache else os.path.join(out_dir, CACHE_DIR))
     try:
+        from nb2cwl.api import compile_to_directory
+
         workflow, _ = compile_to_directory(args.notebook, out_dir, options)
     except BaseException:
         if engine is not None:

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nb2cwl.backends.cwl import executed_name
+from nb2cwl.backends.naming import executed_name
 from nb2cwl.errors import RunError
 from nb2cwl.ir.model import Workflow
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from cwl_utils.parser import cwl_v1_2 as cwl
 
+from nb2cwl.backends.naming import executed_name  # noqa: F401  (re-exported)
 from nb2cwl.backends.resources import gpu_hints, resource_requirement, with_namespaces
 from nb2cwl.backends.step_scripts import file_plan
 from nb2cwl.ir.model import Step, Workflow
@@ -13,12 +14,6 @@ from nb2cwl.ir.model import Step, Workflow
 VALUES_GLOB = "nb2cwl-out/values"
 FILES_GLOB = "nb2cwl-out/files"
 REPORT_GLOB = "nb2cwl-out/report.json"
-
-
-def executed_name(workflow: Workflow) -> str:
-    """File name of the executed notebook the workflow produces."""
-    stem = workflow.notebook_name.rsplit(".", 1)[0]
-    return f"{stem}.executed.ipynb"
 
 
 def has_values(step: Step) -> bool:
