@@ -318,6 +318,9 @@ def _whole_module(
     return module, spans, offsets
 
 
+_MAX_BINDINGS = 8
+
+
 class _TypeInferrer:
     """astroid inference of a receiver's type, kept away from heavy libraries, memoised."""
 
@@ -326,6 +329,11 @@ class _TypeInferrer:
         astroid.MANAGER.max_inferable_values = 20
 
     def __call__(self, node: nodes.NodeNG) -> str | None:
+        if isinstance(node, nodes.Name):
+            # astroid scans every module-level binding of the name: keep the cost bounded
+            bindings = node.root().locals.get(node.name, ())
+            if len(bindings) > _MAX_BINDINGS:
+                return None  # unknown type: the conservative answer
         try:
             values = list(node.infer())
         except (AstroidError, RecursionError, StopIteration, TypeError, ValueError):

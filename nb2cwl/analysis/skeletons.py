@@ -123,6 +123,8 @@ def find_skeleton(
     `scatter_hints` are the names Jupyter-Workflow metadata asks to scatter over: a loop over
     one of them is scattered (when safe) even if its work looks cheap.
     """
+    if not isinstance(stmt, nodes.For) and _comprehension_in(stmt, state) is None:
+        return None  # not a candidate: stop before the per-statement work below
     piece = _Piece(code.splitlines(), offset, _hinted(state, "parallel_task"),
                    _hinted(state, "gpu_task"), set(scatter_hints))
     try:
