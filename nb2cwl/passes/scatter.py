@@ -106,7 +106,7 @@ def _ready_after_split(step: Step, plan, split: Step) -> set[str]:
 
 def _rename_inputs(step: Step, renamed: dict[str, str],
                    early: dict[str, tuple[str, set[str]]]) -> Step:
-    if not renamed or step.is_skeleton_part:
+    if not renamed:
         return step
     inputs = []
     for item in step.inputs:
