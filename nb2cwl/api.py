@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -24,7 +27,25 @@ if TYPE_CHECKING:
 
 def compile_notebook(path: str, options: CompileOptions | None = None) -> Workflow:
     """Read, analyse and lower the notebook at `path` to a validated workflow IR."""
-    options = options or CompileOptions()
+    with _collector_paused():
+        return _compile(path, options or CompileOptions())
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """astroid builds many long-lived objects: CPython's cyclic garbage collector would scan
+    them over and over while they grow, which makes large notebooks compile in more than
+    linear time. It runs again (and frees what was built) as soon as compiling ends."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _compile(path: str, options: CompileOptions) -> Workflow:
     notebook = read_notebook(path)
     flow = build_dataflow(analyse_notebook(notebook))
     workflow = build_workflow(flow)
