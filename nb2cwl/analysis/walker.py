@@ -432,7 +432,8 @@ class EffectWalker(FileEffects, ValueTypes):
                 self.fx.reads.add(member)
             self.fx.mutates.add(member)
             if member != name:
-                self.fx.notes.append((line, f"{why} on {name} also changes its alias {member}"))
+                self.fx.notes.append((line, f"a change to {name} also changes {member}, which "
+                                            "shares its object"))
 
     def mutate_expr(self, node: nodes.NodeNG, line: int, why: str) -> None:
         """Mutation of the object an expression such as `a.b[0]` reaches from its root name."""
