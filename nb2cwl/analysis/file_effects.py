@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from astroid import nodes
 
@@ -20,8 +21,7 @@ class FileEffects:
     fx: Effects
     state: NamespaceState
 
-    def read(self, name: str) -> None:  # provided by the walker
-        raise NotImplementedError
+    read: Callable[[str], None]  # provided by the effect walker
 
     def _files(self, node: nodes.Call, qualified: str | None, line: int) -> None:
         func = node.func

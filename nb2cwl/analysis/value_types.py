@@ -26,8 +26,7 @@ class ValueTypes:
     state: NamespaceState
     infer_type: Callable[[nodes.NodeNG], str | None] | None
 
-    def qualify(self, func: nodes.NodeNG) -> str | None:  # provided by the walker
-        raise NotImplementedError
+    qualify: Callable[[nodes.NodeNG], str | None]  # provided by the effect walker
 
     def type_of(self, node: nodes.NodeNG) -> str | None:
         """The qualified type of an expression's value, when known."""
