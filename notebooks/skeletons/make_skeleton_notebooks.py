@@ -33,47 +33,16 @@ with a top-to-bottom Jupyter run):
 
 from __future__ import annotations
 
-import re
-import textwrap
+import sys
 from pathlib import Path
 
 import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
 
-KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
-LANGUAGE_INFO = {"name": "python"}
-ID_RE = re.compile(r"^[a-zA-Z0-9-_]+$")
-
-
-def md(cell_id: str, text: str) -> tuple[str, str, str]:
-    return ("markdown", cell_id, text)
-
-
-def code(cell_id: str, text: str) -> tuple[str, str, str]:
-    return ("code", cell_id, text)
-
-
-def build(cells: list[tuple[str, str, str]]) -> nbformat.NotebookNode:
-    nb = new_notebook()
-    nb.metadata["kernelspec"] = dict(KERNELSPEC)
-    nb.metadata["language_info"] = dict(LANGUAGE_INFO)
-    seen: set[str] = set()
-    for kind, cell_id, text in cells:
-        if not ID_RE.match(cell_id) or len(cell_id) > 64:
-            raise ValueError(f"bad cell id {cell_id!r}")
-        if cell_id in seen:
-            raise ValueError(f"duplicate cell id {cell_id!r}")
-        seen.add(cell_id)
-        source = textwrap.dedent(text).strip("\n")
-        if kind == "markdown":
-            nb.cells.append(new_markdown_cell(source, id=cell_id))
-        else:
-            nb.cells.append(new_code_cell(source, id=cell_id, execution_count=None, outputs=[]))
-    nbformat.validate(nb)
-    return nb
-
+# the notebook-building helpers are shared with the core notebooks' generator
+sys.path.insert(0, str(HERE.parent))
+from make_notebooks import build, code, md  # noqa: E402
 
 # A per-item function shared by most notebooks: prints one line per call.
 WORK = code(
