@@ -9,7 +9,7 @@ from cwl_utils.parser import cwl_v1_2 as cwl
 from nb2cwl.backends.naming import executed_name  # noqa: F401  (re-exported)
 from nb2cwl.backends.resources import gpu_hints, resource_requirement, with_namespaces
 from nb2cwl.backends.step_scripts import file_plan
-from nb2cwl.ir.model import Step, Workflow
+from nb2cwl.ir.model import Step, Workflow, carries_value
 
 VALUES_GLOB = "nb2cwl-out/values"
 FILES_GLOB = "nb2cwl-out/files"
@@ -18,7 +18,7 @@ REPORT_GLOB = "nb2cwl-out/report.json"
 
 def has_values(step: Step) -> bool:
     """True when later steps load variables or rng state from `step`."""
-    return any(not v.startswith(("file:", "skeleton:")) for v in step.outputs)
+    return any(carries_value(v) for v in step.outputs)
 
 
 def collections(step: Step) -> int:
@@ -73,7 +73,7 @@ def step_ports(workflow: Workflow, step: Step) -> list[tuple[str, str]]:
     """(input port id, command-line prefix) for every value, files and external input."""
     ports: dict[str, str] = {}
     for item in step.inputs:
-        if not item.var.startswith(("file:", "skeleton:")):
+        if carries_value(item.var):
             ports[f"values_{item.producer}"] = f"--values-{item.producer}"
     for entry in file_plan(workflow, step):
         if "external" in entry:

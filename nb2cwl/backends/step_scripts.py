@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pprint
 
-from nb2cwl.ir.model import Step, Workflow
+from nb2cwl.ir.model import Step, Workflow, carries_value
 
 RUNTIME_PACKAGE = "nb2cwl_runtime"
 
@@ -31,7 +31,7 @@ def step_spec(workflow: Workflow, step: Step) -> dict:
     """The JSON-able description of `step` its runtime reads."""
     definitions = _visible_definitions(workflow, step)
     inputs = [{"var": i.var, "from": i.producer} for i in step.inputs
-              if not i.var.startswith(("file:", "skeleton:"))]
+              if carries_value(i.var)]
     return {
         "step": step.name,
         "notebook": workflow.notebook_name,
@@ -44,7 +44,7 @@ def step_spec(workflow: Workflow, step: Step) -> dict:
         "replay": list(step.replay),
         "inputs": inputs,
         "files": file_plan(workflow, step),
-        "outputs": [v for v in step.outputs if not v.startswith(("file:", "skeleton:"))],
+        "outputs": [v for v in step.outputs if carries_value(v)],
         "groups": [list(g) for g in step.alias_groups],
         "role": step.role,
         "uncacheable": step.sees_all_files,  # may depend on files outside its inputs

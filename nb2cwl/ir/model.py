@@ -6,6 +6,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 
+def carries_value(var: str) -> bool:
+    """True for what travels in a step's values folder: variables and `rng:*` state.
+
+    Not `file:<path>` (files travel in the files folder) nor `skeleton:*` (the ports between a
+    scattered loop's split, map and gather steps).
+    """
+    return not var.startswith(("file:", "skeleton:"))
+
+
 @dataclass(frozen=True)
 class CellCode:
     """A cell a step runs: its notebook position, its Python code and original source."""

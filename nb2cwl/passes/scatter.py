@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from nb2cwl.ir.model import Fallback, Step, StepInput, Workflow
+from nb2cwl.ir.model import Fallback, Step, StepInput, Workflow, carries_value
 
 CHUNKS = "skeleton:chunks"
 RESULTS = "skeleton:results"
@@ -100,8 +100,7 @@ def _ready_after_split(step: Step, plan, split: Step) -> set[str]:
         if later & set(group):
             later |= set(group)
     return {v for v in step.outputs if v in split.outputs and v not in later
-            and not v.startswith(("rng:", "file:"))} - {v for v in step.outputs
-                                                        if v.startswith("skeleton:")}
+            and carries_value(v) and not v.startswith("rng:")}
 
 
 def _rename_inputs(step: Step, renamed: dict[str, str],
