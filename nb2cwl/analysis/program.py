@@ -185,7 +185,7 @@ def _replayable(
     if not isinstance(stmt, _DEF_STATEMENTS):
         return None
     key = f"{cell_index}:{number}"
-    code = stmt.as_string()
+    code = stmt.as_string()  # a decorated def's string includes its decorators
     if isinstance(stmt, nodes.Import):
         names = tuple(alias or name.split(".")[0] for name, alias in stmt.names)
         return Definition(key, cell_index, names, code)
@@ -199,7 +199,6 @@ def _replayable(
             requires.append(state.definitions[name])
         elif name not in BUILTIN_NAMES or name in state.functions:
             return None  # needs a data value at definition time: ship the object instead
-    code = _with_decorators(stmt)
     return Definition(key, cell_index, (stmt.name,), code, tuple(dict.fromkeys(requires)))
 
 
@@ -239,11 +238,6 @@ def _function_header(node: nodes.FunctionDef) -> list[nodes.NodeNG]:
                               *(args.posonlyargs_annotations or []), args.varargannotation,
                               args.kwargannotation, node.returns] if a is not None)
     return header
-
-
-def _with_decorators(stmt: nodes.NodeNG) -> str:
-    # as_string() of a decorated def already includes its decorators in astroid
-    return stmt.as_string()
 
 
 def _is_docstring_or_pass(stmt: nodes.NodeNG) -> bool:
