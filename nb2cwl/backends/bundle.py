@@ -522,7 +522,7 @@ def cell_map(workflow: Workflow, job: dict[str, Any], run: _Run | None = None
     cell_step = {c.index: s.name for s in workflow.steps for c in s.cells}
     variables: dict[tuple[str, str], dict[str, Any]] = {}
     files: dict[str, dict[str, Any]] = {}
-    external = {path: number for number, (path, _) in enumerate(workflow.external_files)}
+    external = workflow.external_numbers
     for step in workflow.steps:
         for item in step.inputs:
             if item.var.startswith("skeleton:"):

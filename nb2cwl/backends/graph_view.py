@@ -20,7 +20,7 @@ def workflow_graph(workflow: Workflow) -> tuple[list[GraphNode], list[GraphEdge]
             scatter = "\nscatter" + ("" if method == "scatter" else f" ({method})")
         nodes.append(GraphNode(step.name, f"{step.name}\ncell {cells}{scatter}", "step"))
         by_source: dict[str, list[str]] = {}
-        external = {p: n for n, (p, _) in enumerate(workflow.external_files)}
+        external = workflow.external_numbers
         for item in step.inputs:
             if item.var == "skeleton:prefix":
                 continue  # the split's report: bookkeeping, not data
