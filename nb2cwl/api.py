@@ -20,6 +20,7 @@ from nb2cwl.options import CompileOptions
 from nb2cwl.passes.build import build_workflow
 from nb2cwl.passes.fuse import fuse_linear_chains
 from nb2cwl.passes.scatter import scatter_loops
+from nb2cwl.passes.training import prepare_training
 
 if TYPE_CHECKING:
     from nb2cwl.backends.bundle import BundleOptions, BundleSummary
@@ -49,6 +50,7 @@ def _compile(path: str, options: CompileOptions) -> Workflow:
     notebook = read_notebook(path)
     flow = build_dataflow(analyse_notebook(notebook))
     workflow = build_workflow(flow)
+    workflow = prepare_training(workflow, options.scale_learning_rate)
     if options.scatter:
         workflow = scatter_loops(workflow, options.chunks)
     if options.fuse:

@@ -31,13 +31,18 @@ Compile a Jupyter notebook into a CWL v1.2 workflow that StreamFlow runs.
 
 Loops and comprehensions whose iterations are independent run as a scatter over chunks,
 gathered back in order (see --chunks, --no-scatter); `nb2cwl explain` says which and why not.
+TensorFlow training cells (Keras fit, GradientTape loops) run under a tf.distribute strategy
+chosen where the step runs: every GPU of the node (MirroredStrategy, NCCL), every node of a
+Slurm allocation (MultiWorkerMirroredStrategy; --resources @train=nodes=2,gpus=4), or one device.
 Cell tags: nb2cwl:skip (do not run the cell), nb2cwl:step=NAME (cells with the same NAME run
 as one step). Jupyter-Workflow 'workflow' cell metadata (step in/out, target) is honoured.
 """
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("notebook", help="the .ipynb notebook to compile")
+    parser.add_argument("notebook", help="the .ipynb notebook, or a Python script (.py, cells "
+                        "marked with '# %%%%'; unmarked: one cell per group of top-level "
+                        "statements separated by blank lines), to compile")
     parser.add_argument("--fuse", action="store_true",
                         help="merge linear chains of cells that gain no parallelism from "
                              "separate steps into one step")
@@ -47,6 +52,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunks", type=_positive, default=0, metavar="N",
                         help="cut each scattered collection into N chunks (default: one per "
                              "available core, at most one per item)")
+    parser.add_argument("--scale-learning-rate", action="store_true",
+                        help="in training steps (Keras fit), multiply the optimizer's learning "
+                             "rate by the number of replicas; off by default because it "
+                             "changes results (the notebook's batch size is always the global "
+                             "batch, split across the replicas)")
     parser.add_argument("--debug", action="store_true",
                         help="show full tracebacks and StreamFlow's log")
 
@@ -187,6 +197,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     options = CompileOptions(fuse=args.fuse, python=getattr(args, "python", "python3"),
                              force=getattr(args, "force", False), scatter=not args.no_scatter,
                              chunks=args.chunks, retries=getattr(args, "retries", 0),
+                             scale_learning_rate=args.scale_learning_rate,
                              retry_delay=getattr(args, "retry_delay", 0),
                              deployment=getattr(args, "deployment", None),
                              targets=tuple(getattr(args, "target", ())),

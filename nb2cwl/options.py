@@ -14,6 +14,7 @@ class CompileOptions:
     force: bool = False  # write into an existing directory holding other files
     scatter: bool = True  # run safe loops and comprehensions as scatter/gather
     chunks: int = 0  # items per scatter are cut into this many chunks (0: one per core)
+    scale_learning_rate: bool = False  # training steps: learning rate x replicas (Keras fit)
     retries: int = 0  # times StreamFlow retries a step whose process crashed
     retry_delay: int = 0  # seconds between those retries
     # where steps run (see nb2cwl/backends/deployments.py and streamflow-configs/)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import astroid
 from astroid import nodes
@@ -13,6 +13,7 @@ from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects
 from nb2cwl.analysis.skeletons import Blocked, MapSkeleton, find_skeleton
 from nb2cwl.analysis.state import Definition, NamespaceState
+from nb2cwl.analysis.training import TrainingSite, find_seed, find_training
 from nb2cwl.analysis.walker import BUILTIN_NAMES, EffectWalker
 from nb2cwl.errors import AnalysisError, Diagnostic
 from nb2cwl.frontend.directives import CellDirectives, read_directives
@@ -36,6 +37,8 @@ class CellAnalysis:
     star_imports: list[Definition] = field(default_factory=list)
     skeleton: MapSkeleton | None = None
     blocked: list[Blocked] = field(default_factory=list)
+    training: TrainingSite | None = None
+    seed: tuple[int, str] | None = None  # (line, expression) of a TensorFlow seed call
 
 
 @dataclass
@@ -139,8 +142,12 @@ def _analyse_cell(
     )
     groups = sorted({state.alias_group(n) for n in effects.writes | effects.mutates
                      if len(state.alias_group(n)) > 1}, key=sorted)
+    training = find_training(body, walker.qualify)
+    if training is not None and skeleton is not None:
+        skeleton = None  # a training loop is distributed by a strategy, not scattered
     return CellAnalysis(cell, directives, effects, finals, definition_only, unserializable,
-                        groups, stars, skeleton, blocked)
+                        groups, stars, skeleton, blocked, training,
+                        find_seed(body, walker.qualify))
 
 
 def _relative_lines(analysis: CellAnalysis, body: list[nodes.NodeNG]) -> None:
@@ -161,6 +168,12 @@ def _relative_lines(analysis: CellAnalysis, body: list[nodes.NodeNG]) -> None:
     fx.opaque_namespace = [(fix(line), text) for line, text in fx.opaque_namespace]
     analysis.unserializable = {name: (what, fix(line))
                                for name, (what, line) in analysis.unserializable.items()}
+    if analysis.training is not None:
+        site = analysis.training
+        analysis.training = replace(site, line=fix(site.line),
+                                    loops=tuple(fix(line) for line in site.loops))
+    if analysis.seed is not None:
+        analysis.seed = (fix(analysis.seed[0]), analysis.seed[1])
 
 
 def _apply_directives(directives: CellDirectives, effects: Effects) -> dict[str, str]:

@@ -51,6 +51,7 @@ from nb2cwl.backends.crate import (
 )
 from nb2cwl.backends.environment_lock import EnvironmentLock, lock_environment
 from nb2cwl.backends.explain import explain_data
+from nb2cwl.backends.naming import notebook_file_name
 from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE
 from nb2cwl.backends.writer import MANIFEST
 from nb2cwl.errors import BundleError, OutputExistsError
@@ -780,7 +781,7 @@ def _readme(workflow: Workflow, lock: EnvironmentLock, seeds: dict[str, Any],
     lines = [
         f"# {name}: a reproducible workflow bundle",
         "",
-        f"Made by nb2cwl from `notebook/{name}`: a CWL v1.2 workflow that StreamFlow runs, one "
+        f"Made by nb2cwl from `notebook/{notebook_file_name(workflow)}`: a CWL v1.2 workflow that StreamFlow runs, one "
         "step per notebook cell, with everything needed to run it again elsewhere.",
         "",
         "## Run it again",
@@ -848,7 +849,7 @@ def _describe(workflow: Workflow, root: Path, options: BundleOptions,
     run_record = None
     if run is not None:
         inputs = sorted(rel for rel in _files(root) if rel.startswith(f"{INPUTS}/"))
-        objects = [f"notebook/{name}", *inputs]
+        objects = [f"notebook/{notebook_file_name(workflow)}", *inputs]
         run_record = RunRecord(name=f"The original run of {name} with StreamFlow",
                                start=run.start, end=run.end, results=tuple(run.outputs),
                                objects=tuple(objects))

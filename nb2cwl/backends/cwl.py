@@ -14,6 +14,7 @@ from nb2cwl.ir.model import Step, Workflow, carries_value
 VALUES_GLOB = "nb2cwl-out/values"
 FILES_GLOB = "nb2cwl-out/files"
 REPORT_GLOB = "nb2cwl-out/report.json"
+TRAINING_FOLDER = "training-{step}"  # a training step's run folder (models, history, metrics)
 
 
 def has_values(step: Step) -> bool:
@@ -44,6 +45,11 @@ def step_tool(workflow: Workflow, step: Step, python: str) -> cwl.CommandLineToo
         outputs.append(cwl.CommandOutputParameter(
             id="files", type_="Directory",
             outputBinding=cwl.CommandOutputBinding(glob=FILES_GLOB)))
+    if step.training is not None:  # none when the cell failed or was skipped
+        outputs.append(cwl.CommandOutputParameter(
+            id="training", type_=["null", "Directory"],
+            outputBinding=cwl.CommandOutputBinding(
+                glob="nb2cwl-out/" + TRAINING_FOLDER.format(step=step.name))))
     outputs += _skeleton_outputs(step)
     cells = ", ".join(str(c.index) for c in step.cells)
     return cwl.CommandLineTool(
@@ -187,6 +193,8 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
             out.append("values")
         if step.writes_files:
             out.append("files")
+        if step.training is not None:
+            out.append("training")
         scatter, method = None, None
         if step.role == "map":
             split = step.name.removesuffix("_map") + "_split"
@@ -220,6 +228,10 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
     outputs = [cwl.WorkflowOutputParameter(id="executed_notebook", type_="File",
                                            outputSource="assemble/executed_notebook")]
     assemble_out = ["executed_notebook"]
+    outputs += [cwl.WorkflowOutputParameter(
+        id=f"training_{s.name}", type_=["null", "Directory"], outputSource=f"{s.name}/training",
+        label=f"cell {s.training.cell}: trained models, history, metrics and log")
+        for s in workflow.steps if s.training is not None]
     writers = [s for s in workflow.steps if s.writes_files]
     if writers:
         assemble_in.append(cwl.WorkflowStepInput(

@@ -33,7 +33,8 @@ from nb2cwl.options import CompileOptions
 PROFILES = Path(__file__).resolve().parent.parent.parent / "streamflow-configs"
 KINDS = ("local", "docker", "slurm", "helm")
 ASSEMBLE = "assemble"
-SELECTORS = {"@gpu": "steps that need GPUs", "@map": "the scattered parts of parallel loops"}
+SELECTORS = {"@gpu": "steps that need GPUs", "@map": "the scattered parts of parallel loops",
+             "@train": "training steps (Keras fit or a GradientTape loop)"}
 _NAME = re.compile(r"^[a-z][a-zA-Z0-9._-]*$")
 _PART = re.compile(r"_(split|map|gather)$")
 TAGGED = "step_"  # prefix of the steps named by nb2cwl:step= tags (passes/build.py)
@@ -426,6 +427,8 @@ def _matches(pattern: str, step: Step, gpu: bool | None = None) -> bool:
         return bool(step.resources.gpus) if gpu is None else gpu
     if pattern == "@map":
         return step.role == "map"
+    if pattern == "@train":
+        return step.training is not None
     names = [step.name]
     if step.role in ("split", "map", "gather"):
         names.append(_PART.sub("", step.name))

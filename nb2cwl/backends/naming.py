@@ -9,3 +9,9 @@ def executed_name(workflow: Workflow) -> str:
     """File name of the executed notebook the workflow produces."""
     stem = workflow.notebook_name.rsplit(".", 1)[0]
     return f"{stem}.executed.ipynb"
+
+
+def notebook_file_name(workflow: Workflow) -> str:
+    """File name of the notebook copy in a compiled workflow (a script becomes .ipynb)."""
+    name = workflow.notebook_name
+    return name if name.lower().endswith(".ipynb") else name.rsplit(".", 1)[0] + ".ipynb"

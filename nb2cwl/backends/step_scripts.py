@@ -49,6 +49,7 @@ def step_spec(workflow: Workflow, step: Step) -> dict:
         "role": step.role,
         "uncacheable": step.sees_all_files,  # may depend on files outside its inputs
         "plan": step.plan.to_json() if step.plan is not None and step.is_skeleton_part else None,
+        "training": step.training.to_json() if step.training is not None else None,
     }
 
 

@@ -7,15 +7,18 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import nbformat
 from ruamel.yaml import YAML
 
 from nb2cwl.backends import cwl as cwl_backend
 from nb2cwl.backends.deployments import DeploymentPlan
 from nb2cwl.backends.job import job_document
+from nb2cwl.backends.naming import notebook_file_name
 from nb2cwl.backends.recovery import recovery_settings
 from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE, assemble_script, step_script
 from nb2cwl.backends.streamflow import streamflow_config
 from nb2cwl.errors import OutputExistsError
+from nb2cwl.frontend.reader import is_script, read_document
 from nb2cwl.ir.model import Workflow
 
 MANIFEST = ".nb2cwl-manifest.json"
@@ -90,9 +93,12 @@ def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
     for source in sorted(RUNTIME_SOURCE.glob("*.py")):
         shutil.copyfile(source, runtime_dir / source.name)
         written.append(f"{RUNTIME_PACKAGE}/{source.name}")
-    notebook_copy = f"notebook/{workflow.notebook_name}"
+    notebook_copy = f"notebook/{notebook_file_name(workflow)}"
     (root / "notebook").mkdir(exist_ok=True)
-    shutil.copyfile(workflow.notebook_path, root / notebook_copy)
+    if is_script(workflow.notebook_path):  # the executed notebook is built from its cells
+        nbformat.write(read_document(workflow.notebook_path), str(root / notebook_copy))
+    else:
+        shutil.copyfile(workflow.notebook_path, root / notebook_copy)
     written.append(notebook_copy)
     put_yaml("job.yml", job_document(workflow, out_dir, RUNTIME_PACKAGE, notebook_copy))
     config = streamflow_config(workflow, "workflow.cwl", "job.yml", deployments)

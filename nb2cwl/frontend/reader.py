@@ -17,10 +17,40 @@ from nb2cwl.frontend.parse import check_syntax
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 
 
+SCRIPT_SUFFIXES = (".py",)
+
+
+def is_script(path: str) -> bool:
+    """True for a plain Python script (read with jupytext), False for a notebook."""
+    return path.lower().endswith(SCRIPT_SUFFIXES)
+
+
 def read_notebook(path: str) -> Notebook:
-    """Read, validate and convert `path`; raise NotebookFormatError or CellSyntaxError."""
+    """Read, validate and convert `path`; raise NotebookFormatError or CellSyntaxError.
+
+    `path` is a notebook (.ipynb) or a Python script (.py): see `read_document`.
+    """
     name = os.path.basename(path)
     where = Location(name)
+    nb = read_document(path)
+    _check_kernel(nb, where)
+    cells = tuple(_make_cell(nb_cell, index, name) for index, nb_cell in enumerate(nb.cells))
+    notebook = Notebook(path=os.path.abspath(path), name=name, cells=cells, metadata=nb.metadata)
+    if not any(c.is_code and c.source.strip() for c in cells):
+        raise NotebookFormatError("the notebook has no code to run (no non-empty code cell)", where)
+    return notebook
+
+
+def read_document(path: str) -> nbformat.NotebookNode:
+    """The validated nbformat 4 document of `path`.
+
+    A script is read with jupytext: cells are marked with `# %%` (the percent format); a script
+    without markers has one cell per group of top-level statements separated by blank lines.
+    """
+    name = os.path.basename(path)
+    where = Location(name)
+    if is_script(path):
+        return _read_script(path, where)
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -56,12 +86,34 @@ def read_notebook(path: str) -> Notebook:
         raise NotebookFormatError(f"invalid notebook at {field}: {first}", where) from None
     except Exception as exc:  # nbformat raises assorted errors on malformed documents
         raise NotebookFormatError(f"invalid notebook: {exc}", where) from None
-    _check_kernel(nb, where)
-    cells = tuple(_make_cell(nb_cell, index, name) for index, nb_cell in enumerate(nb.cells))
-    notebook = Notebook(path=os.path.abspath(path), name=name, cells=cells, metadata=nb.metadata)
-    if not any(c.is_code and c.source.strip() for c in cells):
-        raise NotebookFormatError("the notebook has no code to run (no non-empty code cell)", where)
-    return notebook
+    return nb
+
+
+def _read_script(path: str, where: Location) -> nbformat.NotebookNode:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise NotebookFormatError(f"cannot read the script: {exc.strerror}", where) from None
+    except UnicodeDecodeError:
+        raise NotebookFormatError("not a script: the file is not UTF-8 text", where) from None
+    import jupytext  # only scripts need it
+
+    marked = _PERCENT_MARKER.search(text) is not None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nb = jupytext.reads(text, fmt="py:percent" if marked else "py:light")
+    except Exception as exc:  # jupytext raises assorted errors on malformed scripts
+        raise NotebookFormatError(f"cannot read the script: {exc}", where) from None
+    for index, cell in enumerate(nb.cells):  # stable ids: the script has none of its own
+        cell["id"] = f"cell-{index}"
+    nb.metadata.setdefault("kernelspec", {"name": "python3", "language": "python",
+                                          "display_name": "Python 3"})
+    return nb
+
+
+_PERCENT_MARKER = re.compile(r"^# %%", re.MULTILINE)
 
 
 def _check_kernel(nb: nbformat.NotebookNode, where: Location) -> None:

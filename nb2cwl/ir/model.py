@@ -82,6 +82,30 @@ class MapPlan:
 
 
 @dataclass(frozen=True)
+class TrainingPlan:
+    """How a training cell runs under a tf.distribute strategy (runtime payload).
+
+    `kind` is "keras_fit" or "custom_loop". `distributed` is False when the step runs on the
+    default (one-device) strategy because the transformation could not be proved safe; the
+    step's reasons say why. `seed` is the notebook's TensorFlow seed expression, if any.
+    """
+
+    kind: str
+    cell: int
+    line: int
+    models: tuple[str, ...]
+    distributed: bool = True
+    step_function: str | None = None
+    prelude: str = ""  # code run after the inputs load, before the cells (rewritten defs)
+    seed: str | None = None
+    scale_learning_rate: bool = False
+
+    def to_json(self) -> dict:
+        """The plan as plain JSON data for the step runtime."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
 class Resources:
     """What one step needs where it runs; None leaves it to the deployment's default."""
 
@@ -114,6 +138,7 @@ class Step:
     plan: MapPlan | None = None  # the loop's plan (cell steps that can be scattered, and
     #                              the split/map/gather steps made from them)
     resources: Resources = Resources()  # cores, memory, GPUs and nodes the step needs
+    training: TrainingPlan | None = None  # a training cell run under a tf.distribute strategy
 
     @property
     def first_cell(self) -> int:

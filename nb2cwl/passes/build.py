@@ -15,6 +15,7 @@ from nb2cwl.ir.model import (
     Replay,
     Step,
     StepInput,
+    TrainingPlan,
     Workflow,
 )
 
@@ -74,7 +75,11 @@ def build_workflow(flow: Dataflow) -> Workflow:
             [Fallback(b.cell_index, f"line {b.line}: {b.reason}; the loop runs sequentially")
              for c in flow.cells for b in c.analysis.blocked]
             + [Fallback(index, f"line {line}: {what}; the whole notebook runs as one "
-                               "sequential step") for index, line, what in opaque]),
+                               "sequential step") for index, line, what in opaque]
+            + [Fallback(c.index, f"line {c.analysis.training.line}: "
+                                 f"{c.analysis.training.detail}")
+               for c in flow.cells if c.analysis.training is not None
+               and c.analysis.training.kind == "tf1_session"]),
     )
 
 
@@ -125,9 +130,24 @@ def _make_step(
         reasons = ()
     kept_groups = tuple(g for g in sorted(groups) if len(set(g) & outputs) > 1)
     plan = _plan(cells[0].analysis.skeleton) if len(cells) == 1 else None
+    training = None if name == WHOLE_NOTEBOOK else _training(cells, flow)
     return Step(name, code, tuple(sorted(inputs.values(), key=lambda i: i.var)),
                 tuple(sorted(outputs)), tuple(replay), kept_groups, writes_files, sees_all,
-                target, reasons, plan=plan)
+                target, reasons, plan=plan, training=training)
+
+
+def _training(cells: list, flow: Dataflow) -> TrainingPlan | None:
+    """The plan of the first Keras fit or custom loop in the step's cells (TF1: none)."""
+    for cell_flow in cells:
+        site = cell_flow.analysis.training
+        if site is None or site.kind == "tf1_session":
+            continue
+        seeds = [c.analysis.seed[1] for c in flow.cells
+                 if c.analysis.seed is not None and c.index <= cell_flow.index]
+        return TrainingPlan(site.kind, cell_flow.index, site.line, site.models,
+                            step_function=site.step_function,
+                            seed=seeds[-1] if seeds else None)
+    return None
 
 
 def _plan(skeleton: MapSkeleton | None) -> MapPlan | None:

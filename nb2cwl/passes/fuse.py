@@ -45,7 +45,8 @@ def fuse_linear_chains(workflow: Workflow) -> Workflow:
 def _fusable(producer: Step, consumer: Step) -> bool:
     return (not producer.is_skeleton_part and not consumer.is_skeleton_part
             and consumer.depends_on() == (producer.name,)
-            and producer.target == consumer.target)
+            and producer.target == consumer.target
+            and producer.training is None and consumer.training is None)
 
 
 def _merge(chain: list[Step]) -> Step:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import inspect
 import json
 import linecache
@@ -15,6 +16,7 @@ import types
 from typing import Any
 
 from . import cache, files, skeleton, values
+from . import training as distributed
 from .arguments import Arguments, parse_arguments
 from .capture import OutputCapture, display
 from .failure import CellFailed, mark_failed, upstream_failure, user_traceback
@@ -25,6 +27,11 @@ OUT = "nb2cwl-out"
 
 def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     """Run the step described by `spec`; return the process exit status."""
+    plan = spec.get("training")
+    if plan is not None and plan.get("distributed", True):
+        status = distributed.launch_workers(argv)  # one worker per node, or just this one
+        if status is not None:
+            return status
     args = parse_arguments(argv)
     root = os.getcwd()
     out = os.path.join(root, OUT)
@@ -43,6 +50,9 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     if key is not None and cache.restore(key, out):
         return 0
     namespace = _user_namespace(_mentions_ipython(spec))
+    trainer = distributed.Training(plan) if plan is not None else None  # before any TF op
+    if trainer is not None:
+        namespace[distributed.HELPER] = trainer
     _stage_files(spec, args, root)
     before = files.snapshot(root)
     definitions = {d["key"]: d for d in spec.get("definitions", [])}
@@ -71,15 +81,21 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     replayable = {n for d in definitions.values() for n in d["names"]}
     status = 0
     try:
-        for replay_key in spec.get("replay", []):  # not `key`: that is the cache key
-            replay(replay_key)
-        by_producer: dict[str, list[str]] = {}
-        for item in spec.get("inputs", []):
-            by_producer.setdefault(item["from"], []).append(item["var"])
-        for producer, names in by_producer.items():  # one call each: shared objects stay shared
-            source = args.one(f"values-{producer}")
-            values.load_values(source, names, namespace, ensure_defined)
-        _run_role(spec, args, namespace, out, report, replayable)
+        with trainer.scope() if trainer is not None else _nothing():
+            for replay_key in spec.get("replay", []):  # not `key`: that is the cache key
+                replay(replay_key)
+            by_producer: dict[str, list[str]] = {}
+            for item in spec.get("inputs", []):
+                by_producer.setdefault(item["from"], []).append(item["var"])
+            for producer, names in by_producer.items():  # one call each: shared objects stay
+                source = args.one(f"values-{producer}")  # shared
+                values.load_values(source, names, namespace, ensure_defined)
+            if trainer is not None:
+                _begin_training(trainer, plan, namespace)
+            _run_role(spec, args, namespace, out, report, replayable)
+        if trainer is not None:
+            report["training"] = trainer.finish(namespace, out, spec["step"],
+                                                _training_log(report, plan["cell"]))
         values.save_values(namespace, spec.get("outputs", []), spec.get("groups", []),
                            os.path.join(out, "values"), replayable)
     except CellFailed as failure:
@@ -100,6 +116,25 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     if key is not None and "failed_cell" not in report:
         cache.store(key, out)
     return status
+
+
+@contextlib.contextmanager
+def _nothing() -> Any:
+    yield
+
+
+def _begin_training(trainer: distributed.Training, plan: dict[str, Any],
+                    namespace: dict[str, Any]) -> None:
+    trainer.begin(namespace)
+    if plan.get("prelude"):  # the step function, rewritten for the strategy
+        exec(compile(plan["prelude"], f"<cell {plan['cell']}>", "exec"), namespace)
+
+
+def _training_log(report: dict[str, Any], cell: int) -> str:
+    """What the training cell printed (its progress lines)."""
+    return "".join(
+        "".join(output.get("text", "")) for entry in report["cells"] if entry["index"] == cell
+        for output in entry["outputs"] if output.get("output_type") == "stream")
 
 
 def _record_failure(report: dict[str, Any], out: str, cell: int, message: str) -> None:

@@ -136,17 +136,61 @@ def _save_one(name: str, value: Any, directory: str, replayable: set[str]) -> di
     if _is_keras_model(value):
         file_name = f"{name}.keras"
         value.save(os.path.join(directory, file_name))
-        return {"file": file_name, "format": "keras"}
+        return {"file": file_name, "format": "keras", "needs": _notebook_classes(value)}
     file_name = f"{name}.pkl"
     needs = _pickle(value, os.path.join(directory, file_name), replayable, name)
     return {"file": file_name, "format": "pickle", "needs": needs}
 
 
 def _is_keras_model(value: Any) -> bool:
-    module = type(value).__module__ or ""
-    if not (module.startswith("keras") or module.startswith("tf_keras")):
-        return False
-    return any(c.__name__ in ("Model", "Sequential", "Functional") for c in type(value).__mro__)
+    """A Keras model, a notebook's own subclasses included."""
+    return any(c.__name__ in ("Model", "Sequential", "Functional")
+               and (c.__module__ or "").startswith(("keras", "tf_keras"))
+               for c in type(value).__mro__)
+
+
+def _notebook_classes(model: Any) -> list[str]:
+    """Names of the notebook's classes a model is made of (replayed before it loads)."""
+    found: list[str] = []
+    parts = [model, *getattr(model, "_flatten_layers", lambda: [])()]
+    for part in parts:
+        for cls in type(part).__mro__:
+            if cls.__module__ == "__main__" and cls.__name__ not in found:
+                found.append(cls.__name__)
+    return found
+
+
+def _load_keras(path: str, namespace: dict[str, Any]) -> Any:
+    """A saved Keras model, its notebook classes resolved from the step's namespace.
+
+    A subclass whose constructor takes no config arguments cannot be rebuilt by Keras; it is
+    constructed with no arguments, built from its build config, compiled from its compile
+    config, and given the saved weights (and optimizer state).
+    """
+    import keras
+
+    classes = {k: v for k, v in namespace.items() if isinstance(v, type)}
+    with keras.saving.custom_object_scope(classes):
+        try:
+            return keras.models.load_model(path)
+        except TypeError:
+            import zipfile
+
+            with zipfile.ZipFile(path) as archive:
+                config = json.loads(archive.read("config.json"))
+            cls = classes.get(config.get("registered_name") or config.get("class_name"))
+            if cls is None:
+                raise
+            model = cls()
+            if config.get("build_config"):
+                model.build_from_config(config["build_config"])
+            if config.get("compile_config"):
+                model.compile_from_config(config["compile_config"])
+                if getattr(model, "optimizer", None) is not None and model.built:
+                    model.optimizer.build(model.trainable_variables)
+            if model.built:  # an unbuilt model was saved without weights
+                model.load_weights(path)
+            return model
 
 
 def _pickle(value: Any, path: str, replayable: set[str], label: str) -> list[str]:
@@ -217,9 +261,7 @@ def load_values(
 
             namespace[name] = pandas.read_pickle(path)
         elif kind == "keras":
-            import keras
-
-            namespace[name] = keras.models.load_model(path)
+            namespace[name] = _load_keras(path, namespace)
         elif kind == "group":
             if entry["file"] not in groups:
                 groups[entry["file"]] = _unpickle(path, namespace)

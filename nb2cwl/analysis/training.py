@@ -1,0 +1,278 @@
+"""Find TensorFlow training in a cell: Keras `fit`, custom GradientTape loops, TF1 sessions.
+
+The detector reads the whole-notebook astroid module, so a model built in one cell (by a
+factory function, or from a user class whose base is another user class deriving from
+`keras.Model`) is recognised where another cell fits it. It only reads: the passes decide what
+to do with a training cell, and the step runtime carries it out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from astroid import nodes
+from astroid.exceptions import AstroidError
+
+Qualify = Callable[[nodes.NodeNG], "str | None"]
+
+#: Callables that return a Keras model (after `tensorflow.keras`/`tf_keras` become `keras`).
+MODEL_FACTORIES = frozenset({
+    "keras.Sequential", "keras.Model", "keras.models.Sequential", "keras.models.Model",
+    "keras.models.load_model", "keras.saving.load_model", "keras.models.clone_model",
+})
+#: Base classes that make a user class a Keras model.
+MODEL_CLASSES = frozenset({"keras.Model", "keras.models.Model", "keras.Sequential",
+                           "keras.models.Sequential"})
+GRADIENT_TAPE = "tensorflow.GradientTape"
+TF1_SESSIONS = frozenset({
+    "tensorflow.Session", "tensorflow.compat.v1.Session",
+    "tensorflow.compat.v1.InteractiveSession", "tensorflow.InteractiveSession",
+    "tensorflow.compat.v1.train.MonitoredSession",
+    "tensorflow.compat.v1.train.MonitoredTrainingSession",
+    "tensorflow.compat.v1.train.SingularMonitoredSession",
+    "tensorflow.train.MonitoredSession", "tensorflow.train.MonitoredTrainingSession",
+})
+SEED_FUNCTIONS = frozenset({"tensorflow.random.set_seed", "keras.utils.set_random_seed",
+                            "tensorflow.keras.utils.set_random_seed",
+                            "tensorflow.compat.v1.set_random_seed"})
+_MAX_DEPTH = 4  # how far calls and class bases are followed
+
+
+@dataclass(frozen=True)
+class TrainingSite:
+    """Training found in one cell.
+
+    `kind` is "keras_fit", "custom_loop" or "tf1_session". `models` name the notebook
+    variables holding the Keras models trained; `step_function` is the user function a custom
+    loop calls per batch (None when the tape is inline in the loop body); `loops` are the
+    1-based cell lines of the `for` statements that feed the step function batches.
+    """
+
+    kind: str
+    line: int
+    models: tuple[str, ...]
+    step_function: str | None = None
+    loops: tuple[int, ...] = ()
+    detail: str = ""
+
+
+def find_training(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite | None:
+    """The training in the statements `body` of one cell, or None."""
+    session = _first_session(body, qualify)
+    if session is not None:
+        return session
+    fit = _first_fit(body, qualify)
+    if fit is not None:
+        return fit
+    return _first_custom_loop(body, qualify)
+
+
+def find_seed(body: list[nodes.NodeNG], qualify: Qualify) -> tuple[int, str] | None:
+    """(line, seed expression source) of the last TensorFlow/Keras seed call in `body`."""
+    found = None
+    for call in _calls(body):
+        if _normal(qualify(call.func)) in _normal_set(SEED_FUNCTIONS) and call.args:
+            found = (call.lineno, call.args[0].as_string())
+    return found
+
+
+# --- TF1 ---------------------------------------------------------------------------------
+
+
+def _first_session(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite | None:
+    for call in _calls(body):
+        name = qualify(call.func)
+        if name in TF1_SESSIONS:
+            short = name.rsplit(".", 1)[1]
+            return TrainingSite(
+                "tf1_session", call.lineno, (),
+                detail=f"TF1 {short} code runs a graph that tf.distribute cannot place on "
+                       "several devices; the cell runs as written, on one device (port it to "
+                       "Keras fit or a GradientTape loop to distribute it)")
+    return None
+
+
+# --- Keras fit ---------------------------------------------------------------------------
+
+
+def _first_fit(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite | None:
+    models: list[str] = []
+    line = 0
+    for call in _calls(body):
+        func = call.func
+        if not (isinstance(func, nodes.Attribute) and func.attrname == "fit"
+                and isinstance(func.expr, nodes.Name)):
+            continue
+        if _is_keras_model(func.expr, qualify, 0) and func.expr.name not in models:
+            models.append(func.expr.name)
+            line = line or call.lineno
+    if not models:
+        return None
+    return TrainingSite("keras_fit", line, tuple(models),
+                        detail=f"Keras fit of {', '.join(models)}")
+
+
+def _is_keras_model(name: nodes.Name, qualify: Qualify, depth: int) -> bool:
+    """True when every value `name` may hold that the analysis can see is a Keras model."""
+    if depth > _MAX_DEPTH:
+        return False
+    verdicts = [_value_is_model(value, qualify, depth) for value in _assigned_values(name)]
+    return any(v is True for v in verdicts) and not any(v is False for v in verdicts)
+
+
+def _value_is_model(value: nodes.NodeNG, qualify: Qualify, depth: int) -> bool | None:
+    """True: a Keras model; False: something else; None: cannot tell."""
+    if isinstance(value, nodes.Name):
+        return _is_keras_model(value, qualify, depth + 1) or None
+    if not isinstance(value, nodes.Call):
+        return False if isinstance(value, (nodes.Const, nodes.List, nodes.Dict)) else None
+    if _normal(qualify(value.func)) in _normal_set(MODEL_FACTORIES):
+        return True
+    if not isinstance(value.func, nodes.Name):
+        return None
+    for definition in _definitions(value.func):
+        if isinstance(definition, nodes.ClassDef):
+            return _is_model_class(definition, qualify, depth + 1)
+        if isinstance(definition, nodes.FunctionDef):
+            returns = [r.value for r in definition.nodes_of_class(nodes.Return)
+                       if r.value is not None and r.scope() is definition]
+            verdicts = [_value_is_model(r, qualify, depth + 1) for r in returns]
+            if verdicts and all(v is True for v in verdicts):
+                return True
+            return False if any(v is False for v in verdicts) else None
+    return None
+
+
+def _is_model_class(cls: nodes.ClassDef, qualify: Qualify, depth: int) -> bool:
+    """True when a base of `cls`, through user classes, is `keras.Model` (or Sequential)."""
+    if depth > _MAX_DEPTH:
+        return False
+    for base in cls.bases:
+        if _normal(qualify(base)) in _normal_set(MODEL_CLASSES):
+            return True
+        if isinstance(base, nodes.Name):
+            for definition in _definitions(base):
+                if isinstance(definition, nodes.ClassDef) and _is_model_class(
+                        definition, qualify, depth + 1):
+                    return True
+    return False
+
+
+# --- custom loops ------------------------------------------------------------------------
+
+
+def _first_custom_loop(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite | None:
+    for loop in _loops(body):
+        inline = _tape_and_apply(loop.body, qualify)
+        if inline:
+            return TrainingSite("custom_loop", loop.lineno, tuple(_trained_models(loop)),
+                                None, (loop.lineno,),
+                                "custom training loop with the tape in the loop body")
+        for call in _calls(loop.body):
+            function = _training_function(call, qualify, 0)
+            if function is None:
+                continue
+            loops = tuple(sorted({inner.lineno for inner in _loops([loop])
+                                  if isinstance(inner, nodes.For)
+                                  and any(c is call for c in _calls(inner.body))}))
+            return TrainingSite("custom_loop", loop.lineno,
+                                tuple(_trained_models(function)), call.func.as_string(),
+                                loops, f"custom training loop calling {call.func.as_string()}")
+    return None
+
+
+def _training_function(call: nodes.Call, qualify: Qualify,
+                       depth: int) -> nodes.FunctionDef | None:
+    """The user function `call` runs when its body records a tape and applies gradients."""
+    if depth > _MAX_DEPTH or not isinstance(call.func, nodes.Name):
+        return None
+    for definition in _definitions(call.func):
+        if isinstance(definition, nodes.FunctionDef) and _tape_and_apply(definition.body,
+                                                                         qualify):
+            return definition
+    return None
+
+
+def _tape_and_apply(body: list[nodes.NodeNG], qualify: Qualify) -> bool:
+    tape = apply = False
+    for node in _walk(body):
+        if isinstance(node, nodes.With):
+            tape = tape or any(isinstance(ctx, nodes.Call) and qualify(ctx.func) == GRADIENT_TAPE
+                               for ctx, _ in node.items)
+        elif isinstance(node, nodes.Call) and isinstance(node.func, nodes.Attribute):
+            apply = apply or node.func.attrname == "apply_gradients"
+    return tape and apply
+
+
+def _trained_models(scope: nodes.NodeNG) -> list[str]:
+    """Global names whose `trainable_variables`/`trainable_weights` a tape differentiates."""
+    names: list[str] = []
+    for node in scope.nodes_of_class(nodes.Attribute):
+        if node.attrname in ("trainable_variables", "trainable_weights") and isinstance(
+                node.expr, nodes.Name) and node.expr.name not in names:
+            if isinstance(node.expr.scope(), nodes.FunctionDef) and node.expr.name in \
+                    node.expr.scope().locals:
+                continue  # a local model: nothing the notebook keeps
+            names.append(node.expr.name)
+    return names
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _walk(body: list[nodes.NodeNG]) -> Iterator[nodes.NodeNG]:
+    for stmt in body:
+        yield stmt
+        yield from stmt.nodes_of_class(nodes.NodeNG)
+
+
+def _calls(body: list[nodes.NodeNG]) -> Iterator[nodes.Call]:
+    for stmt in body:
+        yield from stmt.nodes_of_class(nodes.Call)
+
+
+def _loops(body: list[nodes.NodeNG]) -> Iterator[nodes.For | nodes.While]:
+    for stmt in body:
+        yield from stmt.nodes_of_class((nodes.For, nodes.While))
+
+
+def _definitions(name: nodes.Name) -> list[nodes.NodeNG]:
+    """The def/class statements `name` may refer to where it stands."""
+    try:
+        _, assigned = name.lookup(name.name)
+    except (AstroidError, RecursionError):
+        return []
+    return [a for a in assigned if isinstance(a, (nodes.FunctionDef, nodes.ClassDef))]
+
+
+def _assigned_values(name: nodes.Name) -> list[nodes.NodeNG]:
+    """The expressions assigned to `name` where it stands (module scope: every cell)."""
+    try:
+        _, assigned = name.lookup(name.name)
+    except (AstroidError, RecursionError):
+        return []
+    values: list[nodes.NodeNG] = []
+    for target in assigned:
+        parent = target.parent
+        if isinstance(target, nodes.AssignName) and isinstance(parent, (nodes.Assign,
+                                                                          nodes.AnnAssign)):
+            if parent.value is not None:
+                values.append(parent.value)
+        elif isinstance(target, nodes.AssignName) and isinstance(parent, nodes.NamedExpr):
+            values.append(parent.value)
+    return values
+
+
+def _normal(qualified: str | None) -> str | None:
+    """`tensorflow.keras.X` and `tf_keras.X` as `keras.X`."""
+    if qualified is None:
+        return None
+    for prefix in ("tensorflow.keras.", "tensorflow.python.keras.", "tf_keras."):
+        if qualified.startswith(prefix):
+            return "keras." + qualified[len(prefix):]
+    return qualified
+
+
+def _normal_set(names: frozenset[str]) -> frozenset[str]:
+    return frozenset(_normal(n) for n in names)  # type: ignore[misc]

@@ -1,0 +1,184 @@
+"""Prepare training steps for a tf.distribute strategy (the step runtime picks the strategy).
+
+Keras `fit` needs no change to the code: the runtime builds or loads the model inside
+`strategy.scope()` and Keras splits each batch across the replicas. A custom GradientTape loop
+is rewritten in the step's generated code (never in the notebook), keeping every line where it
+was so tracebacks still point at the user's lines:
+
+- the loop's dataset becomes `__nb2cwl_training__.distribute(ds)`
+  (`strategy.experimental_distribute_dataset`);
+- each call of the step function `f(x, y)` becomes `__nb2cwl_training__.run(f, x, y)`
+  (`strategy.run`, then `strategy.reduce`/`gather` of what it returns);
+- in `f`, `tape.gradient(loss, ...)` becomes
+  `__nb2cwl_training__.scale_gradients(tape.gradient(loss, ...))`: the optimizer sums the
+  replicas' gradients, so each replica's are divided by the replica count, which gives the
+  single-device gradient when the loss is a mean over the batch.
+
+When any of this cannot be proved safe the step keeps the code as written and runs on the
+default (one-device) strategy, and the step's reasons say why.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from nb2cwl.ir.model import CellCode, Step, TrainingPlan, Workflow
+
+HELPER = "__nb2cwl_training__"
+
+
+def prepare_training(workflow: Workflow, scale_learning_rate: bool = False) -> Workflow:
+    """Rewrite the custom loops of training steps; record why a step stays on one device."""
+    steps = []
+    for step in workflow.steps:
+        if step.training is not None:
+            step = _prepare(workflow, step, scale_learning_rate)
+        steps.append(step)
+    return replace(workflow, steps=tuple(steps))
+
+
+def _prepare(workflow: Workflow, step: Step, scale_learning_rate: bool) -> Step:
+    plan = replace(step.training, scale_learning_rate=scale_learning_rate)  # type: ignore[type-var]
+    where = f"cell {plan.cell}, line {plan.line}"
+    if plan.kind == "keras_fit":
+        reason = (f"{where}: Keras fit of {', '.join(plan.models)} runs under a tf.distribute "
+                  "strategy chosen at run time; the model is built or loaded in its scope")
+        return replace(step, training=plan, reasons=(*step.reasons, reason))
+    try:
+        cells, prelude = _rewrite_custom_loop(workflow, step, plan)
+    except _Unsafe as unsafe:
+        reason = (f"{where}: custom training loop kept on one device: {unsafe}")
+        return replace(step, training=replace(plan, distributed=False),
+                       reasons=(*step.reasons, reason))
+    reason = (f"{where}: custom training loop distributed: the dataset through "
+              f"experimental_distribute_dataset, each {plan.step_function}(...) through "
+              "strategy.run, its gradients divided by the replica count")
+    return replace(step, cells=cells, training=replace(plan, prelude=prelude),
+                   reasons=(*step.reasons, reason))
+
+
+class _Unsafe(Exception):
+    """The custom loop cannot be distributed safely (the message says why)."""
+
+
+def _rewrite_custom_loop(workflow: Workflow, step: Step,
+                         plan: TrainingPlan) -> tuple[tuple[CellCode, ...], str]:
+    function = plan.step_function
+    if function is None:
+        raise _Unsafe("the GradientTape is in the loop body; put the per-batch work in a "
+                      "function to distribute it")
+    if not function.isidentifier():
+        raise _Unsafe(f"the step function {function} is not a plain name")
+    cells = list(step.cells)
+    position = next(i for i, c in enumerate(cells) if c.index == plan.cell)
+    training_cell = cells[position]
+    defined_here = [i for i, c in enumerate(cells) if _defines_function(c.code, function)]
+    prelude = ""
+    if defined_here:
+        at = defined_here[-1]
+        cells[at] = replace(cells[at], code=_scale_gradients(cells[at].code, function))
+    else:
+        replays = [r for r in workflow.replays if function in r.names
+                   and r.cell_index < plan.cell]
+        if not replays:
+            raise _Unsafe(f"{function} is not a function defined in the notebook")
+        prelude = _scale_gradients(replays[-1].code, function)
+    cells[position] = replace(training_cell,
+                              code=_distribute_calls(training_cell.code, function))
+    return tuple(cells), prelude
+
+
+def _defines_function(code: str, name: str) -> bool:
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
+               for node in ast.parse(code).body)
+
+
+def _scale_gradients(code: str, function: str) -> str:
+    """`tape.gradient(loss, ...)` in `function` differentiates the replica's share of loss."""
+    tree = ast.parse(code)
+    definition = [n for n in tree.body
+                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function]
+    if not definition:
+        raise _Unsafe(f"{function} is not defined at the top level of its cell")
+    tapes = {item.optional_vars.id for node in ast.walk(definition[-1])
+             if isinstance(node, ast.With) for item in node.items
+             if _is_tape(item.context_expr) and isinstance(item.optional_vars, ast.Name)}
+    edits: list[tuple[int, int, str]] = []
+    for node in ast.walk(definition[-1]):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "gradient" and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in tapes and node.args):
+            edits.append(_at(code, node.lineno, node.col_offset, f"{HELPER}.scale_gradients("))
+            edits.append(_at(code, node.end_lineno, node.end_col_offset, ")"))  # type: ignore[arg-type]
+    if not edits:
+        raise _Unsafe(f"{function} does not call gradient() on a GradientTape it opens")
+    return _apply(code, edits)
+
+
+def _is_tape(expr: ast.expr) -> bool:
+    if not isinstance(expr, ast.Call):
+        return False
+    func = expr.func
+    return (isinstance(func, ast.Attribute) and func.attr == "GradientTape") or (
+        isinstance(func, ast.Name) and func.id == "GradientTape")
+
+
+def _distribute_calls(code: str, function: str) -> str:
+    """Route each `function(...)` call through strategy.run and its loop's dataset through
+    experimental_distribute_dataset."""
+    tree = ast.parse(code)
+    edits: list[tuple[int, int, str]] = []
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Name) and n.func.id == function]
+    if not calls:
+        raise _Unsafe(f"the cell does not call {function} directly")
+    for call in calls:
+        if call.keywords and any(k.arg is None for k in call.keywords):
+            raise _Unsafe(f"a call of {function} passes **keyword arguments")
+        edits.append(_at(code, call.func.lineno, call.func.col_offset, f"{HELPER}.run("))
+        after = ", " if call.args or call.keywords else ""
+        edits.append(_at(code, call.func.end_lineno, call.func.end_col_offset,  # type: ignore[arg-type]
+                         after))
+        # `run(f, ` replaces `f(`: drop the call's own parenthesis
+        edits.append((*_at(code, call.func.end_lineno, call.func.end_col_offset, "")[:2],  # type: ignore[arg-type]
+                      "\0drop"))
+    for loop in ast.walk(tree):
+        if not isinstance(loop, ast.For):
+            continue
+        feeds = [c for c in calls if any(c is n for n in ast.walk(loop))]
+        if not feeds:
+            continue
+        targets = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        used_by_call = {id(n) for c in feeds for a in [*c.args, *(k.value for k in c.keywords)]
+                        for n in ast.walk(a)}
+        uses = [n for stmt in loop.body for n in ast.walk(stmt)
+                if isinstance(n, ast.Name) and n.id in targets]
+        if not targets or not uses:
+            continue  # e.g. `for epoch in range(n)`: not the batches
+        if any(id(n) not in used_by_call for n in uses):
+            raise _Unsafe(f"the loop at line {loop.lineno} uses its batch outside "
+                          f"{function}(...); each replica would see only part of it")
+        edits.append(_at(code, loop.iter.lineno, loop.iter.col_offset, f"{HELPER}.distribute("))
+        edits.append(_at(code, loop.iter.end_lineno, loop.iter.end_col_offset, ")"))  # type: ignore[arg-type]
+    return _apply(code, edits)
+
+
+def _at(code: str, line: int, byte_column: int, text: str) -> tuple[int, int, str]:
+    """An insertion of `text` at ast's (line, UTF-8 byte column), as a character offset."""
+    lines = code.splitlines(keepends=True)
+    prefix = sum(len(x) for x in lines[:line - 1])
+    column = len(lines[line - 1].encode("utf-8")[:byte_column].decode("utf-8"))
+    return prefix + column, 0, text
+
+
+def _apply(code: str, edits: list[tuple[int, int, str]]) -> str:
+    """Apply insertions (and `\\0drop`: remove the "(" at that offset) from the end back."""
+    for offset, _, text in sorted(edits, key=lambda e: (e[0], e[2] == "\0drop"), reverse=True):
+        if text == "\0drop":
+            if code[offset] != "(":
+                raise _Unsafe("a call is written in a form nb2cwl does not rewrite")
+            code = code[:offset] + code[offset + 1:]
+        else:
+            code = code[:offset] + text + code[offset:]
+    return code

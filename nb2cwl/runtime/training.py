@@ -1,0 +1,439 @@
+"""Run a training step under the tf.distribute strategy that fits where it runs.
+
+Chosen at run time, from what the step finds:
+
+- several worker processes (a Slurm allocation of several tasks, or TF_CONFIG):
+  MultiWorkerMirroredStrategy, NCCL between GPUs and RING between CPUs;
+- several GPUs: MirroredStrategy with NcclAllReduce;
+- NB2CWL_CPU_REPLICAS=N (N > 1): MirroredStrategy over N logical CPU devices (for CPU hosts,
+  tests and benchmarks);
+- otherwise TensorFlow's default strategy (one device).
+
+The launcher (`launch_workers`) starts one worker per Slurm task with `srun`, or
+NB2CWL_LOCAL_WORKERS=N local processes joined through TF_CONFIG on localhost; a worker that
+fails has the others killed, and a worker whose peers never arrive gives up after
+NB2CWL_RENDEZVOUS_TIMEOUT seconds (default 300), since TensorFlow would wait an hour.
+
+Keras 3 `fit` fails under MultiWorkerMirroredStrategy (an upstream bug), so a Keras-fit step
+with several workers runs with tf-keras (`TF_USE_LEGACY_KERAS=1`, `keras` bound to
+`tf_keras`). Custom GradientTape loops keep Keras 3; since a Keras 3 optimizer fails inside
+`strategy.run` of a `tf.function` (TF 2.21), a distributed step function runs its Python
+body on each replica (eagerly): the same updates, without graph compilation.
+
+The notebook's batch size is the global batch: each of R replicas gets batch / R examples
+per step, so the updates match one device. With `scale_learning_rate` the optimizer's
+learning rate of a Keras-fit model is multiplied by R (this changes results).
+
+Imports nothing from nb2cwl; TensorFlow is imported only by training steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+WORKER_FLAG = "NB2CWL_WORKER"
+HELPER = "__nb2cwl_training__"
+
+
+# --- launching the workers ---------------------------------------------------------------
+
+
+def launch_workers(argv: list[str]) -> int | None:
+    """Start this step's worker processes and wait for them; None when this process is the
+    only worker (or one of several already started)."""
+    if os.environ.get(WORKER_FLAG):
+        _enter_worker_directory(argv)
+        return None
+    tasks = int(os.environ.get("SLURM_NTASKS", "1") or 1)
+    if os.environ.get("SLURM_JOB_ID") and tasks > 1 and shutil.which("srun"):
+        command = ["srun", "--kill-on-bad-exit=1", f"--ntasks={tasks}",
+                   f"--export=ALL,{WORKER_FLAG}=1", sys.executable,
+                   os.path.abspath(sys.argv[0]), *argv]
+        return _wait_all([subprocess.Popen(command)])
+    local = int(os.environ.get("NB2CWL_LOCAL_WORKERS", "1") or 1)
+    if local > 1:
+        return _local_workers(local, argv)
+    return None
+
+
+def _local_workers(count: int, argv: list[str]) -> int:
+    ports = _free_ports(count)
+    cluster = {"worker": [f"localhost:{port}" for port in ports]}
+    script = os.path.abspath(sys.argv[0])
+    absolute = [os.path.abspath(a) if not a.startswith("--") and os.path.exists(a) else a
+                for a in argv]
+    processes, scratch = [], []
+    for index in range(count):
+        env = dict(os.environ, **{WORKER_FLAG: "1", "TF_CONFIG": json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": index}})})
+        cwd = None
+        if index:  # other workers write their copies elsewhere: only the chief's are kept
+            cwd = tempfile.mkdtemp(prefix=f"nb2cwl-worker{index}-")
+            scratch.append(cwd)
+        processes.append(subprocess.Popen([sys.executable, script, *absolute], env=env,
+                                          cwd=cwd))
+    try:
+        return _wait_all(processes)
+    finally:
+        for folder in scratch:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _wait_all(processes: list[subprocess.Popen]) -> int:
+    """Wait for every worker; when one fails, kill the rest (they would wait for it)."""
+    try:
+        while True:
+            codes = [p.poll() for p in processes]
+            failed = [c for c in codes if c not in (None, 0)]
+            if failed:
+                for process in processes:
+                    if process.poll() is None:
+                        process.kill()  # SIGKILL: a waiting TensorFlow worker ignores SIGTERM
+                sys.stderr.write(f"nb2cwl: a training worker failed (exit {failed[0]}); "
+                                 "the other workers were stopped\n")
+                return failed[0] if failed[0] > 0 else 1
+            if all(c == 0 for c in codes):
+                return 0
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        for process in processes:
+            process.kill()
+        raise
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(("localhost", 0))
+            sockets.append(sock)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _enter_worker_directory(argv: list[str]) -> None:
+    """A Slurm worker other than the first runs in a scratch folder (its copies are dropped)."""
+    if int(os.environ.get("SLURM_PROCID", "0") or 0) == 0:
+        return
+    for index, word in enumerate(argv):
+        if not word.startswith("--") and os.path.exists(word):
+            argv[index] = os.path.abspath(word)
+    os.chdir(tempfile.mkdtemp(prefix="nb2cwl-worker-"))
+
+
+def is_chief() -> bool:
+    """True for the worker whose outputs the workflow keeps."""
+    config = json.loads(os.environ.get("TF_CONFIG", "{}") or "{}")
+    index = config.get("task", {}).get("index", 0)
+    return index == 0 and int(os.environ.get("SLURM_PROCID", "0") or 0) == 0
+
+
+# --- the strategy ------------------------------------------------------------------------
+
+
+class Training:
+    """The `__nb2cwl_training__` object a training step's code calls; chosen strategy inside."""
+
+    def __init__(self, plan: dict[str, Any]) -> None:
+        self.plan = plan
+        self.workers = _worker_count()
+        self.legacy = self.workers > 1 and plan["kind"] == "keras_fit"
+        if self.legacy:
+            _use_legacy_keras()
+        import tensorflow as tf
+
+        self.tf = tf
+        self.gpus = tf.config.list_physical_devices("GPU")
+        self.cpu_replicas = int(os.environ.get("NB2CWL_CPU_REPLICAS", "1") or 1)
+        if not plan.get("distributed", True):
+            self.strategy = tf.distribute.get_strategy()
+        else:
+            self.strategy = self._choose(tf)
+        self.replicas = int(self.strategy.num_replicas_in_sync)
+        self.fits: list[dict[str, Any]] = []
+        self.evaluations: list[Any] = []
+        self.started = time.time()
+
+    def _choose(self, tf: Any) -> Any:
+        if self.workers > 1:
+            return self._multi_worker(tf)
+        if len(self.gpus) > 1:
+            return tf.distribute.MirroredStrategy(cross_device_ops=tf.distribute.NcclAllReduce())
+        if self.cpu_replicas > 1 and not self.gpus:
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            # before any TensorFlow op runs: the step has not loaded a value yet
+            tf.config.set_logical_device_configuration(
+                cpu, [tf.config.LogicalDeviceConfiguration()] * self.cpu_replicas)
+            devices = [f"/cpu:{i}" for i in range(self.cpu_replicas)]
+            return tf.distribute.MirroredStrategy(devices=devices)
+        return tf.distribute.get_strategy()
+
+    def _multi_worker(self, tf: Any) -> Any:
+        implementation = (tf.distribute.experimental.CommunicationImplementation.NCCL
+                          if self.gpus else
+                          tf.distribute.experimental.CommunicationImplementation.RING)
+        options = tf.distribute.experimental.CommunicationOptions(implementation=implementation)
+        resolver = None
+        if "TF_CONFIG" not in os.environ and os.environ.get("SLURM_JOB_ID"):
+            if self.gpus:  # SlurmClusterResolver runs nvidia-smi unless told the count
+                resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
+                    gpus_per_node=len(self.gpus), port_base=_port_base())
+            else:  # SlurmClusterResolver refuses gpus_per_node=0: describe the cluster here
+                os.environ["TF_CONFIG"] = json.dumps(_slurm_tf_config())
+        timeout = float(os.environ.get("NB2CWL_RENDEZVOUS_TIMEOUT", "300"))
+        watchdog = threading.Timer(timeout, _give_up, (timeout,))
+        watchdog.daemon = True
+        watchdog.start()
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver,
+                                                            communication_options=options)
+        with strategy.scope():  # every worker meets here once, or the watchdog ends the wait
+            strategy.reduce("SUM", strategy.run(lambda: tf.constant(1.0)), axis=None)
+        watchdog.cancel()
+        return strategy
+
+    @contextlib.contextmanager
+    def scope(self) -> Iterator[None]:
+        """The strategy's scope: models, optimizers and checkpoints made in it are mirrored."""
+        with self.strategy.scope(), self._watch_keras():
+            yield
+
+    def begin(self, namespace: dict[str, Any]) -> None:
+        """Seed as the notebook does and make ops deterministic (before the cells run)."""
+        seed = self.plan.get("seed")
+        if seed is None:
+            return
+        try:
+            value = int(eval(seed, namespace))  # the notebook's own seed expression
+        except Exception:  # noqa: BLE001 - an unknown seed leaves TensorFlow as it is
+            return
+        import keras
+
+        keras.utils.set_random_seed(value)
+        self.tf.config.experimental.enable_op_determinism()
+        self.seed = value
+
+    # --- what the rewritten custom loop calls ---
+
+    def distribute(self, dataset: Any) -> Any:
+        """The dataset split across the replicas (a no-op on one replica)."""
+        if self.replicas == 1 and self.workers == 1:
+            return dataset
+        if not isinstance(dataset, self.tf.data.Dataset):
+            return dataset  # not a tf.data pipeline: every replica runs the same batches
+        return self.strategy.experimental_distribute_dataset(dataset)
+
+    def run(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """`function` on every replica; scalars averaged, batches gathered back in order."""
+        if self.replicas == 1 and self.workers == 1:
+            return function(*args, **kwargs)
+        if not self.legacy:  # Keras 3 optimizers fail in strategy.run of a tf.function
+            function = getattr(function, "python_function", function)  # (TF 2.21): eager
+        result = self.strategy.run(function, args=args, kwargs=kwargs)
+        return self.tf.nest.map_structure(self._combine, result)
+
+    def _combine(self, value: Any) -> Any:
+        if value is None:
+            return None
+        local = self.strategy.experimental_local_results(value)
+        rank = getattr(getattr(local[0], "shape", None), "rank", 0)
+        if not rank:
+            return self.strategy.reduce(self.tf.distribute.ReduceOp.MEAN, value, axis=None)
+        return self.strategy.gather(value, axis=0)
+
+    def scale_gradients(self, gradients: Any) -> Any:
+        """The replica's share of batch-mean gradients: the optimizer sums the replicas'
+        gradients, so dividing by their count gives the single-device gradient."""
+        context = self.tf.distribute.get_replica_context()
+        replicas = context.num_replicas_in_sync if context is not None else 1
+        if replicas == 1:
+            return gradients
+        return self.tf.nest.map_structure(
+            lambda g: None if g is None else g / replicas, gradients)
+
+    # --- Keras fit and evaluate, watched for the run record ---
+
+    @contextlib.contextmanager
+    def _watch_keras(self) -> Iterator[None]:
+        import keras
+
+        model_class = keras.Model
+        fit, evaluate = model_class.fit, model_class.evaluate
+        training = self
+
+        def watched_fit(model: Any, *args: Any, **kwargs: Any) -> Any:
+            if training.plan.get("scale_learning_rate") and training.replicas > 1:
+                _scale_learning_rate(model, training.replicas)
+            start = time.perf_counter()
+            history = fit(model, *args, **kwargs)
+            seconds = time.perf_counter() - start
+            training.fits.append({"seconds": seconds, "history": _plain(history.history),
+                                  "epochs": len(history.epoch),
+                                  "samples": _samples(args, kwargs)})
+            return history
+
+        def watched_evaluate(model: Any, *args: Any, **kwargs: Any) -> Any:
+            result = evaluate(model, *args, **kwargs)
+            training.evaluations.append(_plain(result))
+            return result
+
+        model_class.fit, model_class.evaluate = watched_fit, watched_evaluate
+        try:
+            yield
+        finally:
+            model_class.fit, model_class.evaluate = fit, evaluate
+
+    # --- the run record ---
+
+    def finish(self, namespace: dict[str, Any], out: str, step: str,
+               log: str) -> str | None:
+        """Write the run folder (models, history, metrics, log): `out`/training-STEP."""
+        if not is_chief():
+            return None
+        folder = os.path.join(out, f"training-{step}")  # the workflow run versions it
+        os.makedirs(folder, exist_ok=True)
+        saved, problems = [], {}
+        for name in self.plan.get("models", []):
+            model = namespace.get(name)
+            if model is None or not hasattr(model, "save"):
+                continue
+            try:
+                model.save(os.path.join(folder, f"{name}.keras"))
+                saved.append(f"{name}.keras")
+            except Exception as exc:  # noqa: BLE001 - e.g. a subclass without get_config
+                problems[name] = f"{type(exc).__name__}: {exc}"
+        last = self.fits[-1] if self.fits else None
+        if last is not None:
+            _write_json(os.path.join(folder, "history.json"), last["history"])
+        metrics: dict[str, Any] = {
+            "step": step, "kind": self.plan["kind"],
+            "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds"),
+            "strategy": type(self.strategy).__name__, "replicas": self.replicas,
+            "workers": self.workers, "gpus": len(self.gpus),
+            "seed": getattr(self, "seed", None), "models": saved,
+            "seconds": round(time.time() - self.started, 3),
+        }
+        if problems:
+            metrics["models_not_saved"] = problems
+        if last is not None:
+            metrics["fit"] = {k: v for k, v in last.items() if k != "history"}
+            if last["samples"] and last["seconds"] > 0:
+                metrics["fit"]["samples_per_second"] = round(
+                    last["samples"] * last["epochs"] / last["seconds"], 1)
+            metrics["final"] = {k: v[-1] for k, v in last["history"].items() if v}
+        if self.evaluations:
+            metrics["evaluate"] = self.evaluations[-1]
+        _write_json(os.path.join(folder, "metrics.json"), metrics)
+        with open(os.path.join(folder, "training.log"), "w", encoding="utf-8") as handle:
+            handle.write(log)
+        return folder
+
+
+def _worker_count() -> int:
+    config = json.loads(os.environ.get("TF_CONFIG", "{}") or "{}")
+    workers = len(config.get("cluster", {}).get("worker", []))
+    if workers:
+        return workers
+    if os.environ.get(WORKER_FLAG) and os.environ.get("SLURM_STEP_NUM_TASKS"):
+        return int(os.environ["SLURM_STEP_NUM_TASKS"])
+    return 1
+
+
+def _use_legacy_keras() -> None:
+    """Keras 3 `fit` cannot run under MultiWorkerMirroredStrategy: use tf-keras instead."""
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    try:
+        import tf_keras
+    except ImportError:
+        raise SystemExit("nb2cwl: Keras fit on several workers needs tf-keras "
+                         "(pip install tf-keras) where the step runs") from None
+    sys.modules["keras"] = tf_keras
+
+
+def _give_up(timeout: float) -> None:
+    sys.stderr.write(f"nb2cwl: the training workers did not all start within {timeout:.0f} s "
+                     "(NB2CWL_RENDEZVOUS_TIMEOUT); giving up\n")
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGKILL) if os.name != "nt" else os._exit(75)
+
+
+def _port_base() -> int:
+    return 20000 + int(os.environ.get("SLURM_JOB_ID", "0")) % 10000 * 4
+
+
+def _slurm_tf_config() -> dict[str, Any]:
+    """TF_CONFIG for the Slurm step this worker is a task of (one port per task)."""
+    hosts = subprocess.run(["scontrol", "show", "hostnames",
+                            os.environ["SLURM_STEP_NODELIST"]], capture_output=True,
+                           text=True, check=True).stdout.split()
+    per_node = _tasks_per_node(os.environ.get("SLURM_STEP_TASKS_PER_NODE", "1"), len(hosts))
+    base = _port_base()
+    workers = [f"{host}:{base + local}" for host, count in zip(hosts, per_node)
+               for local in range(count)]
+    return {"cluster": {"worker": workers},
+            "task": {"type": "worker", "index": int(os.environ["SLURM_PROCID"])}}
+
+
+def _tasks_per_node(text: str, nodes: int) -> list[int]:
+    """Slurm's `2(x3),1` as [2, 2, 2, 1]."""
+    counts: list[int] = []
+    for part in text.split(","):
+        if "(x" in part:
+            value, repeat = part.split("(x")
+            counts += [int(value)] * int(repeat.rstrip(")"))
+        else:
+            counts.append(int(part))
+    return counts[:nodes] if len(counts) >= nodes else counts + [1] * (nodes - len(counts))
+
+
+def _scale_learning_rate(model: Any, replicas: int) -> None:
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None or getattr(optimizer, "_nb2cwl_scaled", False):
+        return
+    optimizer.learning_rate = float(optimizer.learning_rate) * replicas
+    optimizer._nb2cwl_scaled = True
+
+
+def _samples(args: tuple, kwargs: dict[str, Any]) -> int | None:
+    """Training examples per epoch of a fit on arrays (None for datasets and generators)."""
+    x = args[0] if args else kwargs.get("x")
+    try:
+        count = len(x)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+    if hasattr(x, "element_spec"):
+        return None  # a tf.data.Dataset: len() counts batches
+    split = kwargs.get("validation_split") or 0.0
+    return int(count * (1 - split))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _write_json(path: str, data: Any) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=1)
