@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from nb2cwl.analysis.program import CellAnalysis, NotebookAnalysis, is_builtin
+from nb2cwl.analysis.program import CellAnalysis, NotebookAnalysis, Rebuild, is_builtin
 from nb2cwl.analysis.state import Definition
 from nb2cwl.errors import Diagnostic
 
@@ -31,6 +31,7 @@ class CellFlow:
     inputs: list[Input] = field(default_factory=list)
     replay: list[Definition] = field(default_factory=list)  # in dependency order
     outputs: set[str] = field(default_factory=set)  # values later cells take from this cell
+    rebuild: list[tuple[int, str]] = field(default_factory=list)  # (cell, code) run first
     missing: list[str] = field(default_factory=list)  # names read but defined nowhere before
 
     @property
@@ -75,6 +76,7 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
     file_writer: dict[str, int] = {}
     opaque_writers: list[int] = []
     stars: list[Definition] = []
+    recipes: dict[tuple[str, int], tuple[Rebuild, dict[str, object]]] = {}
     flows: list[CellFlow] = []
     external: dict[str, str] = {}
     diagnostics: list[Diagnostic] = list(analysis.diagnostics)
@@ -83,13 +85,21 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
         fx = cell.effects
         needed: dict[str, int | None] = {}
         replay: dict[str, Definition] = {}
-        for name in sorted(fx.reads):
+        pending = sorted(fx.reads)
+        while pending:
+            name = pending.pop(0)
             source = last.get(name)
             if source is None:
                 if not is_builtin(name) and name not in fx.writes:
                     flow.missing.append(name)
                 continue
             kind, what = source
+            recipe = recipes.get((name, what)) if kind == "data" else None  # type: ignore[arg-type]
+            if recipe is not None and all(last.get(r) == seen for r, seen in recipe[1].items()):
+                # a tf.data pipeline: rebuilt here from what it was built from
+                flow.rebuild.append((what, recipe[0].code))  # type: ignore[arg-type]
+                pending += sorted(recipe[0].reads - set(pending))
+                continue
             if kind == "data":
                 needed[name] = what  # type: ignore[assignment]
             elif kind == "replay":
@@ -102,6 +112,7 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
             if source is not None:
                 needed[state] = source[1]  # type: ignore[assignment]
         _file_inputs(cell, file_writer, opaque_writers, notebook_dir, needed, external)
+        flow.rebuild.sort(key=lambda item: item[0])  # what a pipeline is built from comes first
         flow.inputs = [Input(var, producer) for var, producer in needed.items()]
         flow.replay = _ordered(replay)
         flows.append(flow)
@@ -127,6 +138,8 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
                 "are not staged",
                 analysis.notebook.location(cell.cell, line or None)))
         stars.extend(cell.star_imports)
+        for name, recipe in cell.rebuild.items():
+            recipes[(name, cell.cell.index)] = (recipe, {r: last.get(r) for r in recipe.reads})
     for flow in flows:
         fx = flow.analysis.effects
         if fx.opaque_io or fx.opaque_reads:

@@ -25,7 +25,7 @@ class FileEffects:
 
     def _files(self, node: nodes.Call, qualified: str | None, line: int) -> None:
         func = node.func
-        if qualified in ("open", "io.open", "builtins.open"):
+        if qualified in ("open", "io.open", "builtins.open", "gzip.open", "bz2.open", "lzma.open"):
             mode = argument(node, 1, "mode")
             mode_text = literal_string(mode, self.state) if mode is not None else "r"
             self._file_access(argument(node, 0, "file"), _open_mode(mode_text), line, "open()")

@@ -39,6 +39,16 @@ class CellAnalysis:
     blocked: list[Blocked] = field(default_factory=list)
     training: TrainingSite | None = None
     seed: tuple[int, str] | None = None  # (line, expression) of a TensorFlow seed call
+    rebuild: dict[str, Rebuild] = field(default_factory=dict)  # tf.data pipelines by name
+
+
+@dataclass(frozen=True)
+class Rebuild:
+    """How a later step rebuilds a value that cannot be saved (a tf.data pipeline): the
+    cell's statements that build it, in order, and the names they read."""
+
+    code: str
+    reads: frozenset[str]
 
 
 @dataclass
@@ -142,12 +152,65 @@ def _analyse_cell(
     )
     groups = sorted({state.alias_group(n) for n in effects.writes | effects.mutates
                      if len(state.alias_group(n)) > 1}, key=sorted)
+    rebuild = _dataset_recipes(body, walker)
     training = find_training(body, walker.qualify)
     if training is not None and skeleton is not None:
         skeleton = None  # a training loop is distributed by a strategy, not scattered
     return CellAnalysis(cell, directives, effects, finals, definition_only, unserializable,
                         groups, stars, skeleton, blocked, training,
-                        find_seed(body, walker.qualify))
+                        find_seed(body, walker.qualify), rebuild)
+
+
+def _dataset_recipes(body: list[nodes.NodeNG], walker: EffectWalker) -> dict[str, Rebuild]:
+    """For each tf.data pipeline the cell assigns at top level: the statements that build it.
+
+    `tf.data.Dataset` objects cannot be pickled; a later step runs these statements again on
+    the values they read (the dataflow checks those are unchanged by then)."""
+    steps: list[tuple[str, nodes.Assign]] = []  # (name, statement) of dataset assignments
+    built: set[str] = set()
+    for stmt in body:
+        if not (isinstance(stmt, nodes.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], nodes.AssignName)):
+            continue
+        name = stmt.targets[0].name
+        if _is_dataset(stmt.value, walker, built):
+            built.add(name)
+            steps.append((name, stmt))
+        else:
+            built.discard(name)
+            steps = [(n, s) for n, s in steps if n != name]
+    recipes: dict[str, Rebuild] = {}
+    for name in built:
+        wanted, statements = {name}, []
+        for target, stmt in reversed(steps):
+            if target in wanted:
+                statements.insert(0, stmt)
+                wanted |= {n.name for n in stmt.value.nodes_of_class(nodes.Name)} & built
+        defined: set[str] = set()
+        reads: set[str] = set()
+        for stmt in statements:
+            reads |= {n.name for n in stmt.value.nodes_of_class(nodes.Name)} - defined
+            defined.add(stmt.targets[0].name)
+        recipes[name] = Rebuild("\n".join(s.as_string() for s in statements),
+                                frozenset(r for r in reads if not is_builtin(r)))
+    return recipes
+
+
+def _is_dataset(expr: nodes.NodeNG, walker: EffectWalker, built: set[str]) -> bool:
+    """True for `tf.data.Dataset.from_...(...).map(...).batch(...)` and methods of one."""
+    node = expr
+    while True:
+        if isinstance(node, nodes.Call):
+            qualified = walker.qualify(node.func)
+            if qualified and qualified.startswith("tensorflow.data."):
+                return True
+            node = node.func
+        elif isinstance(node, nodes.Attribute):
+            node = node.expr
+        elif isinstance(node, nodes.Name):
+            return node.name in built and node is not expr
+        else:
+            return False
 
 
 def _relative_lines(analysis: CellAnalysis, body: list[nodes.NodeNG]) -> None:

@@ -781,7 +781,8 @@ def _readme(workflow: Workflow, lock: EnvironmentLock, seeds: dict[str, Any],
     lines = [
         f"# {name}: a reproducible workflow bundle",
         "",
-        f"Made by nb2cwl from `notebook/{notebook_file_name(workflow)}`: a CWL v1.2 workflow that StreamFlow runs, one "
+        f"Made by nb2cwl from `notebook/{notebook_file_name(workflow)}`: a CWL v1.2 workflow "
+        "that StreamFlow runs, one "
         "step per notebook cell, with everything needed to run it again elsewhere.",
         "",
         "## Run it again",

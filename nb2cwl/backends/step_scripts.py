@@ -50,6 +50,8 @@ def step_spec(workflow: Workflow, step: Step) -> dict:
         "uncacheable": step.sees_all_files,  # may depend on files outside its inputs
         "plan": step.plan.to_json() if step.plan is not None and step.is_skeleton_part else None,
         "training": step.training.to_json() if step.training is not None else None,
+        "rebuild": [{"cell": cell, "code": code} for cell, code in step.rebuild],
+        "seed": step.seed,
     }
 
 

@@ -139,6 +139,8 @@ class Step:
     #                              the split/map/gather steps made from them)
     resources: Resources = Resources()  # cores, memory, GPUs and nodes the step needs
     training: TrainingPlan | None = None  # a training cell run under a tf.distribute strategy
+    rebuild: tuple[tuple[int, str], ...] = ()  # (cell, code): tf.data pipelines built again
+    seed: str | None = None  # the notebook's TensorFlow seed expression in force at the step
 
     @property
     def first_cell(self) -> int:

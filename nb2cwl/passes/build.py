@@ -131,9 +131,17 @@ def _make_step(
     kept_groups = tuple(g for g in sorted(groups) if len(set(g) & outputs) > 1)
     plan = _plan(cells[0].analysis.skeleton) if len(cells) == 1 else None
     training = None if name == WHOLE_NOTEBOOK else _training(cells, flow)
+    rebuild = tuple(dict.fromkeys(item for c in cells for item in c.rebuild
+                                  if item[0] not in inside))
+    if rebuild:
+        reasons += (f"rebuilds the tf.data pipeline(s) of cell(s) "
+                    f"{', '.join(sorted({str(c) for c, _ in rebuild}))} (they cannot be saved)",)
+    seeds = [c.analysis.seed[1] for c in flow.cells
+             if c.analysis.seed is not None and c.index < cells[0].index]
     return Step(name, code, tuple(sorted(inputs.values(), key=lambda i: i.var)),
                 tuple(sorted(outputs)), tuple(replay), kept_groups, writes_files, sees_all,
-                target, reasons, plan=plan, training=training)
+                target, reasons, plan=plan, training=training, rebuild=rebuild,
+                seed=seeds[-1] if seeds else None)
 
 
 def _training(cells: list, flow: Dataflow) -> TrainingPlan | None:

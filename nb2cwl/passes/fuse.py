@@ -46,7 +46,8 @@ def _fusable(producer: Step, consumer: Step) -> bool:
     return (not producer.is_skeleton_part and not consumer.is_skeleton_part
             and consumer.depends_on() == (producer.name,)
             and producer.target == consumer.target
-            and producer.training is None and consumer.training is None)
+            and producer.training is None and consumer.training is None
+            and not producer.rebuild and not consumer.rebuild)
 
 
 def _merge(chain: list[Step]) -> Step:

@@ -143,6 +143,7 @@ def _distribute_calls(code: str, function: str) -> str:
         # `run(f, ` replaces `f(`: drop the call's own parenthesis
         edits.append((*_at(code, call.func.end_lineno, call.func.end_col_offset, "")[:2],  # type: ignore[arg-type]
                       "\0drop"))
+    distributed = False
     for loop in ast.walk(tree):
         if not isinstance(loop, ast.For):
             continue
@@ -154,13 +155,17 @@ def _distribute_calls(code: str, function: str) -> str:
                         for n in ast.walk(a)}
         uses = [n for stmt in loop.body for n in ast.walk(stmt)
                 if isinstance(n, ast.Name) and n.id in targets]
-        if not targets or not uses:
+        if not any(id(n) in used_by_call for n in uses):
             continue  # e.g. `for epoch in range(n)`: not the batches
         if any(id(n) not in used_by_call for n in uses):
             raise _Unsafe(f"the loop at line {loop.lineno} uses its batch outside "
                           f"{function}(...); each replica would see only part of it")
         edits.append(_at(code, loop.iter.lineno, loop.iter.col_offset, f"{HELPER}.distribute("))
         edits.append(_at(code, loop.iter.end_lineno, loop.iter.end_col_offset, ")"))  # type: ignore[arg-type]
+        distributed = True
+    if not distributed:
+        raise _Unsafe(f"no loop hands {function} the batches it iterates over (e.g. a "
+                      "tf.data pipeline): there is nothing to split across replicas")
     return _apply(code, edits)
 
 

@@ -90,8 +90,12 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
             for producer, names in by_producer.items():  # one call each: shared objects stay
                 source = args.one(f"values-{producer}")  # shared
                 values.load_values(source, names, namespace, ensure_defined)
+            for item in spec.get("rebuild", []):  # tf.data pipelines cannot be loaded
+                exec(compile(item["code"], f"<cell {item['cell']}>", "exec"), namespace)
             if trainer is not None:
                 _begin_training(trainer, plan, namespace)
+            elif spec.get("seed"):
+                _seed_tensorflow(spec["seed"], namespace)
             _run_role(spec, args, namespace, out, report, replayable)
         if trainer is not None:
             report["training"] = trainer.finish(namespace, out, spec["step"],
@@ -128,6 +132,19 @@ def _begin_training(trainer: distributed.Training, plan: dict[str, Any],
     trainer.begin(namespace)
     if plan.get("prelude"):  # the step function, rewritten for the strategy
         exec(compile(plan["prelude"], f"<cell {plan['cell']}>", "exec"), namespace)
+
+
+def _seed_tensorflow(seed: str, namespace: dict[str, Any]) -> None:
+    """An earlier cell seeded TensorFlow: a fresh step process starts from that seed too."""
+    if "keras" not in sys.modules and "tensorflow" not in sys.modules:
+        return  # the step does not use them (its replayed imports would have loaded them)
+    try:
+        value = int(eval(seed, namespace))
+    except Exception:
+        return
+    import keras
+
+    keras.utils.set_random_seed(value)
 
 
 def _training_log(report: dict[str, Any], cell: int) -> str:

@@ -220,7 +220,7 @@ class Training:
             return
         try:
             value = int(eval(seed, namespace))  # the notebook's own seed expression
-        except Exception:  # noqa: BLE001 - an unknown seed leaves TensorFlow as it is
+        except Exception:
             return
         import keras
 
@@ -315,7 +315,7 @@ class Training:
             try:
                 model.save(os.path.join(folder, f"{name}.keras"))
                 saved.append(f"{name}.keras")
-            except Exception as exc:  # noqa: BLE001 - e.g. a subclass without get_config
+            except Exception as exc:
                 problems[name] = f"{type(exc).__name__}: {exc}"
         last = self.fits[-1] if self.fits else None
         if last is not None:
@@ -384,7 +384,7 @@ def _slurm_tf_config() -> dict[str, Any]:
                            text=True, check=True).stdout.split()
     per_node = _tasks_per_node(os.environ.get("SLURM_STEP_TASKS_PER_NODE", "1"), len(hosts))
     base = _port_base()
-    workers = [f"{host}:{base + local}" for host, count in zip(hosts, per_node)
+    workers = [f"{host}:{base + local}" for host, count in zip(hosts, per_node, strict=True)
                for local in range(count)]
     return {"cluster": {"worker": workers},
             "task": {"type": "worker", "index": int(os.environ["SLURM_PROCID"])}}

@@ -1,0 +1,226 @@
+"""Training steps: detection on the corpus, the rewrite of custom loops, and real runs.
+
+The runs use TensorFlow on CPU: MirroredStrategy over 2 logical CPU devices
+(NB2CWL_CPU_REPLICAS=2), and MultiWorkerMirroredStrategy over 2 worker processes joined by
+TF_CONFIG on localhost (NB2CWL_LOCAL_WORKERS=2).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import NOTEBOOKS
+from training.cases import CASES
+
+from nb2cwl.analysis.program import analyse_notebook
+from nb2cwl.api import compile_notebook
+from nb2cwl.frontend.reader import read_notebook
+
+CORPUS = Path(__file__).parent / "training"
+HAS_TF = importlib.util.find_spec("tensorflow") is not None
+needs_tf = pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.file for c in CASES])
+def test_detector_finds_what_the_corpus_declares(case) -> None:
+    analysis = analyse_notebook(read_notebook(str(CORPUS / case.file)))
+    found = {c.cell.index: c.training for c in analysis.cells if c.training is not None}
+    if case.kind is None:
+        assert found == {}, f"{case.file}: {case.note}"
+        return
+    assert list(found) == [case.training_cell]
+    site = found[case.training_cell]
+    assert site.kind == case.kind
+    assert set(site.models) == set(case.models)
+    assert site.step_function == case.step_function
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.kind], ids=lambda c: c.file)
+def test_compiled_training_steps(case) -> None:
+    workflow = compile_notebook(str(CORPUS / case.file))
+    trained = [s for s in workflow.steps if s.training is not None]
+    if case.kind == "tf1_session":
+        assert trained == []
+        assert any(f.cell == case.training_cell and "TF1" in f.reason
+                   for f in workflow.fallbacks)
+        return
+    (step,) = trained
+    assert step.training.cell == case.training_cell
+    code = next(c.code for c in step.cells if c.index == case.training_cell)
+    source = next(c.source for c in step.cells if c.index == case.training_cell)
+    assert len(code.splitlines()) == len(source.splitlines())  # tracebacks keep their lines
+    if case.kind == "keras_fit":
+        assert step.training.distributed and code.rstrip() == source.rstrip()
+    elif case.step_function is None:
+        assert not step.training.distributed
+        assert any("in the loop body" in r for r in step.reasons)
+    elif case.file == "custom_loop_plain_step.ipynb":  # batches sliced from arrays by index
+        assert not step.training.distributed
+        assert any("nothing to split across replicas" in r for r in step.reasons)
+    else:
+        assert step.training.distributed, step.reasons
+        assert f"__nb2cwl_training__.run({case.step_function}" in code
+        assert "__nb2cwl_training__.distribute(" in code
+        rewritten = step.training.prelude + "".join(c.code for c in step.cells)
+        assert "__nb2cwl_training__.scale_gradients(" in rewritten
+
+
+def test_tf_data_pipelines_are_rebuilt_not_shipped() -> None:
+    workflow = compile_notebook(str(CORPUS / "keras_fit_tfdata.ipynb"))
+    (step,) = [s for s in workflow.steps if s.training is not None]
+    assert step.rebuild, step.reasons
+    rebuilt = {name.strip() for _, code in step.rebuild for name in
+               [line.split("=")[0] for line in code.splitlines() if "=" in line]}
+    assert not rebuilt & {i.var for i in step.inputs}
+    assert not [d for d in workflow.diagnostics if d.code == "unserializable"]
+
+
+def test_non_keras_fit_and_sklearn_like_objects_are_not_training() -> None:
+    analysis = analyse_notebook(read_notebook(str(CORPUS / "not_training_numpy.ipynb")))
+    assert all(c.training is None for c in analysis.cells)
+
+
+def test_scripts_are_read_with_and_without_cell_markers(tmp_path: Path) -> None:
+    marked = tmp_path / "marked.py"
+    marked.write_text("# %%\nimport math\n\n# %%\nx = math.pi\ny = 2\n\n# %%\nprint(x * y)\n")
+    unmarked = tmp_path / "plain.py"
+    unmarked.write_text("import math\n\nx = math.pi\ny = 2\n\n\nprint(x * y)\n")
+    assert [c.code.strip() for c in read_notebook(str(marked)).code_cells] == [
+        "import math", "x = math.pi\ny = 2", "print(x * y)"]
+    assert [c.code.strip() for c in read_notebook(str(unmarked)).code_cells] == [
+        "import math", "x = math.pi\ny = 2", "print(x * y)"]
+
+
+# --- real runs -----------------------------------------------------------------------------
+
+
+def _nb2cwl_run(notebook: Path, out: Path, env: dict[str, str]) -> Path:
+    """`nb2cwl run` in a subprocess with `env` added (the local steps inherit it)."""
+    full = dict(os.environ, **env)
+    full["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full.get("PATH", "")
+    done = subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(out),
+                           "--quiet", "--no-cache"], env=full, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return sorted((out / "runs").iterdir(), key=lambda p: int(p.name))[-1]
+
+
+def _weights(model_file: Path) -> list:
+    import numpy as np
+
+    with zipfile.ZipFile(model_file) as archive:
+        data = archive.read("model.weights.h5")
+    import io
+
+    import h5py
+
+    arrays = []
+    with h5py.File(io.BytesIO(data), "r") as handle:
+        handle.visititems(lambda name, item: arrays.append((name, np.array(item)))
+                          if isinstance(item, h5py.Dataset) and name.startswith("layers")
+                          else None)
+    return sorted(arrays, key=lambda pair: pair[0])
+
+
+@needs_tf
+@pytest.mark.streamflow
+def test_case_study_runs_mirrored_over_two_cpu_devices(tmp_path: Path) -> None:
+    """The Fashion-MNIST notebook end to end through StreamFlow on synthetic IDX files."""
+    sys.path.insert(0, str(NOTEBOOKS))
+    try:
+        from make_fashion_mnist import write_fashion_mnist
+    finally:
+        sys.path.remove(str(NOTEBOOKS))
+    work = tmp_path / "case"
+    work.mkdir()
+    shutil.copyfile(NOTEBOOKS / "fashion_mnist.ipynb", work / "fashion_mnist.ipynb")
+    # even batch splits: Keras 3 fails to validate an odd-sized batch on 2 replicas (README)
+    write_fashion_mnist(work / "data" / "fashion-mnist", train=1280, test=256, seed=0)
+    results = _nb2cwl_run(work / "fashion_mnist.ipynb", tmp_path / "out",
+                          {"NB2CWL_CPU_REPLICAS": "2"})
+    (run,) = results.glob("training-*")
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["strategy"] == "MirroredStrategy" and metrics["replicas"] == 2
+    assert metrics["fit"]["epochs"] == 20 and metrics["fit"]["samples"] == 1152
+    history = json.loads((run / "history.json").read_text())
+    assert len(history["loss"]) == 20 and history["loss"][-1] < history["loss"][0]
+    assert (run / "model.keras").is_file()
+    assert "Epoch 20/20" in (run / "training.log").read_text()
+    executed = nbformat.read(next(results.glob("*.executed.ipynb")), as_version=4)
+    printed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code"
+                      for o in c.outputs)
+    assert "Epoch 1/20" in printed and "Epoch 20/20" in printed
+    assert (results / "written-files" / "fashion_mnist.keras").is_file()
+
+
+DETERMINISTIC_LOOP = [
+    "import numpy as np\nimport tensorflow as tf\nimport keras",
+    "keras.utils.set_random_seed(7)\n"
+    "x = np.random.default_rng(0).normal(size=(256, 8)).astype('float32')\n"
+    "y = (x @ np.arange(8, dtype='float32')[:, None]).astype('float32')\n"
+    "dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)",
+    "model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation='tanh'),\n"
+    "                          keras.layers.Dense(1)])\n"
+    "optimizer = keras.optimizers.SGD(0.01)",
+    "def train_step(xb, yb):\n"
+    "    with tf.GradientTape() as tape:\n"
+    "        loss = tf.reduce_mean((model(xb, training=True) - yb) ** 2)\n"
+    "    grads = tape.gradient(loss, model.trainable_variables)\n"
+    "    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
+    "    return loss",
+    "for epoch in range(3):\n"
+    "    for xb, yb in dataset:\n"
+    "        loss = train_step(xb, yb)\n"
+    "    print(f'epoch {epoch}: loss {float(loss):.4f}')",
+]
+
+
+@needs_tf
+@pytest.mark.streamflow
+def test_two_workers_match_two_devices_in_one_process(tmp_path: Path) -> None:
+    """MultiWorkerMirroredStrategy over 2 processes gives the final weights of
+    MirroredStrategy over 2 logical devices in one process, within 1e-5."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(code) for code in DETERMINISTIC_LOOP]
+    path = tmp_path / "loop.ipynb"
+    nbformat.write(notebook, str(path))
+    import numpy as np
+
+    runs = {}
+    for label, env in (("devices", {"NB2CWL_CPU_REPLICAS": "2"}),
+                       ("workers", {"NB2CWL_LOCAL_WORKERS": "2"})):
+        results = _nb2cwl_run(path, tmp_path / label, env)
+        (run,) = results.glob("training-*")
+        runs[label] = (json.loads((run / "metrics.json").read_text()),
+                       _weights(run / "model.keras"))
+    assert runs["devices"][0]["strategy"] == "MirroredStrategy"
+    assert runs["workers"][0]["workers"] == 2 and runs["workers"][0]["replicas"] == 2
+    devices, workers = runs["devices"][1], runs["workers"][1]
+    assert [n for n, _ in devices] == [n for n, _ in workers] and devices
+    for (name, a), (_, b) in zip(devices, workers, strict=True):
+        assert np.allclose(a, b, atol=1e-5), name
+
+
+@needs_tf
+def test_a_worker_whose_peer_never_starts_gives_up(tmp_path: Path) -> None:
+    """TensorFlow would wait an hour for a missing peer; the rendezvous timeout ends it."""
+    root = str(Path(__file__).parent.parent)
+    code = (f"import sys\nsys.path.insert(0, {root!r})\n"
+            "from nb2cwl.runtime.training import Training\n"
+            "Training({'kind': 'custom_loop', 'models': [], 'distributed': True})\n")
+    config = {"cluster": {"worker": ["localhost:1", "localhost:2"]},
+              "task": {"type": "worker", "index": 1}}
+    env = dict(os.environ, TF_CONFIG=json.dumps(config), NB2CWL_RENDEZVOUS_TIMEOUT="5")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode != 0
+    assert "did not all start within 5 s" in done.stderr
