@@ -39,7 +39,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -196,15 +195,18 @@ class Training:
                     gpus_per_node=len(self.gpus), port_base=_port_base())
             else:  # SlurmClusterResolver refuses gpus_per_node=0: describe the cluster here
                 os.environ["TF_CONFIG"] = json.dumps(_slurm_tf_config())
-        timeout = float(os.environ.get("NB2CWL_RENDEZVOUS_TIMEOUT", "300"))
-        watchdog = threading.Timer(timeout, _give_up, (timeout,))
-        watchdog.daemon = True
-        watchdog.start()
+        timeout = int(float(os.environ.get("NB2CWL_RENDEZVOUS_TIMEOUT", "300")))
+        sys.stderr.write(f"nb2cwl: waiting up to {timeout} s for the other training workers "
+                         "(NB2CWL_RENDEZVOUS_TIMEOUT)\n")
+        sys.stderr.flush()
+        # TensorFlow blocks in C++ holding the interpreter: only the kernel can end the wait
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(max(timeout, 1))
         strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver,
                                                             communication_options=options)
-        with strategy.scope():  # every worker meets here once, or the watchdog ends the wait
+        with strategy.scope():  # every worker meets here once, or the alarm ends the wait
             strategy.reduce("SUM", strategy.run(lambda: tf.constant(1.0)), axis=None)
-        watchdog.cancel()
+        signal.alarm(0)
         return strategy
 
     @contextlib.contextmanager
@@ -364,13 +366,6 @@ def _use_legacy_keras() -> None:
         raise SystemExit("nb2cwl: Keras fit on several workers needs tf-keras "
                          "(pip install tf-keras) where the step runs") from None
     sys.modules["keras"] = tf_keras
-
-
-def _give_up(timeout: float) -> None:
-    sys.stderr.write(f"nb2cwl: the training workers did not all start within {timeout:.0f} s "
-                     "(NB2CWL_RENDEZVOUS_TIMEOUT); giving up\n")
-    sys.stderr.flush()
-    os.kill(os.getpid(), signal.SIGKILL) if os.name != "nt" else os._exit(75)
 
 
 def _port_base() -> int:
