@@ -15,17 +15,16 @@ file rewrites a byte-identical notebook. It needs only nbformat.
 
 from __future__ import annotations
 
-import textwrap
+import sys
 from pathlib import Path
 
 import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
 NOTEBOOK = HERE / "fashion_mnist.ipynb"
 
-KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
-LANGUAGE_INFO = {"name": "python"}
+sys.path.insert(0, str(HERE))
+import make_notebooks  # noqa: E402  (the core notebooks' builder, beside this script)
 
 CELLS: list[tuple[str, str]] = [
     ("markdown", """
@@ -132,18 +131,9 @@ CELLS: list[tuple[str, str]] = [
 
 
 def build(cells: list[tuple[str, str]] = CELLS) -> nbformat.NotebookNode:
-    nb = new_notebook()
-    nb.metadata["kernelspec"] = dict(KERNELSPEC)
-    nb.metadata["language_info"] = dict(LANGUAGE_INFO)
-    for number, (kind, text) in enumerate(cells, start=1):
-        cell_id = f"fmnist-{number}"
-        source = textwrap.dedent(text).strip("\n")
-        if kind == "markdown":
-            nb.cells.append(new_markdown_cell(source, id=cell_id))
-        else:
-            nb.cells.append(new_code_cell(source, id=cell_id, execution_count=None, outputs=[]))
-    nbformat.validate(nb)
-    return nb
+    """The notebook of `cells` ((kind, text) pairs), with ids fmnist-1, fmnist-2, ..."""
+    return make_notebooks.build([(kind, f"fmnist-{number}", text)
+                                 for number, (kind, text) in enumerate(cells, start=1)])
 
 
 def main() -> None:
