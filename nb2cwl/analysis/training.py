@@ -16,7 +16,9 @@ from astroid.exceptions import AstroidError
 
 Qualify = Callable[[nodes.NodeNG], "str | None"]
 
-#: Callables that return a Keras model (after `tensorflow.keras`/`tf_keras` become `keras`).
+# Names below are as `_normal` writes them: `tensorflow.keras.X` and `tf_keras.X` as `keras.X`.
+
+#: Callables that return a Keras model.
 MODEL_FACTORIES = frozenset({
     "keras.Sequential", "keras.Model", "keras.models.Sequential", "keras.models.Model",
     "keras.models.load_model", "keras.saving.load_model", "keras.models.clone_model",
@@ -34,7 +36,6 @@ TF1_SESSIONS = frozenset({
     "tensorflow.train.MonitoredSession", "tensorflow.train.MonitoredTrainingSession",
 })
 SEED_FUNCTIONS = frozenset({"tensorflow.random.set_seed", "keras.utils.set_random_seed",
-                            "tensorflow.keras.utils.set_random_seed",
                             "tensorflow.compat.v1.set_random_seed"})
 _MAX_DEPTH = 4  # how far calls and class bases are followed
 
@@ -72,7 +73,7 @@ def find_seed(body: list[nodes.NodeNG], qualify: Qualify) -> tuple[int, str] | N
     """(line, seed expression source) of the last TensorFlow/Keras seed call in `body`."""
     found = None
     for call in _calls(body):
-        if _normal(qualify(call.func)) in _normal_set(SEED_FUNCTIONS) and call.args:
+        if _normal(qualify(call.func)) in SEED_FUNCTIONS and call.args:
             found = (call.lineno, call.args[0].as_string())
     return found
 
@@ -127,7 +128,7 @@ def _value_is_model(value: nodes.NodeNG, qualify: Qualify, depth: int) -> bool |
         return _is_keras_model(value, qualify, depth + 1) or None
     if not isinstance(value, nodes.Call):
         return False if isinstance(value, (nodes.Const, nodes.List, nodes.Dict)) else None
-    if _normal(qualify(value.func)) in _normal_set(MODEL_FACTORIES):
+    if _normal(qualify(value.func)) in MODEL_FACTORIES:
         return True
     if not isinstance(value.func, nodes.Name):
         return None
@@ -149,7 +150,7 @@ def _is_model_class(cls: nodes.ClassDef, qualify: Qualify, depth: int) -> bool:
     if depth > _MAX_DEPTH:
         return False
     for base in cls.bases:
-        if _normal(qualify(base)) in _normal_set(MODEL_CLASSES):
+        if _normal(qualify(base)) in MODEL_CLASSES:
             return True
         if isinstance(base, nodes.Name):
             for definition in _definitions(base):
@@ -196,7 +197,7 @@ def _training_function(call: nodes.Call, qualify: Qualify,
 
 def _tape_and_apply(body: list[nodes.NodeNG], qualify: Qualify) -> bool:
     tape = apply = False
-    for node in _walk(body):
+    for node in _nodes(body):
         if isinstance(node, nodes.With):
             tape = tape or any(isinstance(ctx, nodes.Call) and qualify(ctx.func) == GRADIENT_TAPE
                                for ctx, _ in node.items)
@@ -221,10 +222,9 @@ def _trained_models(scope: nodes.NodeNG) -> list[str]:
 # --- helpers -----------------------------------------------------------------------------
 
 
-def _walk(body: list[nodes.NodeNG]) -> Iterator[nodes.NodeNG]:
+def _nodes(body: list[nodes.NodeNG]) -> Iterator[nodes.NodeNG]:
     for stmt in body:
-        yield stmt
-        yield from stmt.nodes_of_class(nodes.NodeNG)
+        yield from stmt.nodes_of_class(nodes.NodeNG)  # the statement itself included
 
 
 def _calls(body: list[nodes.NodeNG]) -> Iterator[nodes.Call]:
@@ -272,7 +272,3 @@ def _normal(qualified: str | None) -> str | None:
         if qualified.startswith(prefix):
             return "keras." + qualified[len(prefix):]
     return qualified
-
-
-def _normal_set(names: frozenset[str]) -> frozenset[str]:
-    return frozenset(_normal(n) for n in names)  # type: ignore[misc]

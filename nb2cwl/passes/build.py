@@ -136,12 +136,10 @@ def _make_step(
     if rebuild:
         reasons += (f"rebuilds the tf.data pipeline(s) of cell(s) "
                     f"{', '.join(sorted({str(c) for c, _ in rebuild}))} (they cannot be saved)",)
-    seeds = [c.analysis.seed[1] for c in flow.cells
-             if c.analysis.seed is not None and c.index < cells[0].index]
     return Step(name, code, tuple(sorted(inputs.values(), key=lambda i: i.var)),
                 tuple(sorted(outputs)), tuple(replay), kept_groups, writes_files, sees_all,
                 target, reasons, plan=plan, training=training, rebuild=rebuild,
-                seed=seeds[-1] if seeds else None)
+                seed=_last_seed(flow, cells[0].index - 1))
 
 
 def _training(cells: list, flow: Dataflow) -> TrainingPlan | None:
@@ -150,12 +148,17 @@ def _training(cells: list, flow: Dataflow) -> TrainingPlan | None:
         site = cell_flow.analysis.training
         if site is None or site.kind == "tf1_session":
             continue
-        seeds = [c.analysis.seed[1] for c in flow.cells
-                 if c.analysis.seed is not None and c.index <= cell_flow.index]
         return TrainingPlan(site.kind, cell_flow.index, site.line, site.models,
                             step_function=site.step_function,
-                            seed=seeds[-1] if seeds else None)
+                            seed=_last_seed(flow, cell_flow.index))
     return None
+
+
+def _last_seed(flow: Dataflow, last_cell: int) -> str | None:
+    """The expression of the last TensorFlow seed call in the cells up to `last_cell`."""
+    seeds = [c.analysis.seed[1] for c in flow.cells
+             if c.analysis.seed is not None and c.index <= last_cell]
+    return seeds[-1] if seeds else None
 
 
 def _plan(skeleton: MapSkeleton | None) -> MapPlan | None:

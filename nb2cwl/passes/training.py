@@ -109,8 +109,7 @@ def _scale_gradients(code: str, function: str) -> str:
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "gradient" and isinstance(node.func.value, ast.Name)
                 and node.func.value.id in tapes and node.args):
-            edits.append(_at(code, node.lineno, node.col_offset, f"{HELPER}.scale_gradients("))
-            edits.append(_at(code, node.end_lineno, node.end_col_offset, ")"))  # type: ignore[arg-type]
+            edits += _wrap(code, node, f"{HELPER}.scale_gradients(")
     if not edits:
         raise _Unsafe(f"{function} does not call gradient() on a GradientTape it opens")
     return _apply(code, edits)
@@ -136,13 +135,11 @@ def _distribute_calls(code: str, function: str) -> str:
     for call in calls:
         if call.keywords and any(k.arg is None for k in call.keywords):
             raise _Unsafe(f"a call of {function} passes **keyword arguments")
-        edits.append(_at(code, call.func.lineno, call.func.col_offset, f"{HELPER}.run("))
+        start, paren = _span(code, call.func)
+        if code[paren:paren + 1] != "(":
+            raise _Unsafe(f"a call of {function} is written in a form nb2cwl does not rewrite")
         after = ", " if call.args or call.keywords else ""
-        edits.append(_at(code, call.func.end_lineno, call.func.end_col_offset,  # type: ignore[arg-type]
-                         after))
-        # `run(f, ` replaces `f(`: drop the call's own parenthesis
-        edits.append((*_at(code, call.func.end_lineno, call.func.end_col_offset, "")[:2],  # type: ignore[arg-type]
-                      "\0drop"))
+        edits.append((start, paren + 1, f"{HELPER}.run({function}{after}"))  # `f(` -> `run(f, `
     distributed = False
     for loop in ast.walk(tree):
         if not isinstance(loop, ast.For):
@@ -160,8 +157,7 @@ def _distribute_calls(code: str, function: str) -> str:
         if any(id(n) not in used_by_call for n in uses):
             raise _Unsafe(f"the loop at line {loop.lineno} uses its batch outside "
                           f"{function}(...); each replica would see only part of it")
-        edits.append(_at(code, loop.iter.lineno, loop.iter.col_offset, f"{HELPER}.distribute("))
-        edits.append(_at(code, loop.iter.end_lineno, loop.iter.end_col_offset, ")"))  # type: ignore[arg-type]
+        edits += _wrap(code, loop.iter, f"{HELPER}.distribute(")
         distributed = True
     if not distributed:
         raise _Unsafe(f"no loop hands {function} the batches it iterates over (e.g. a "
@@ -169,21 +165,26 @@ def _distribute_calls(code: str, function: str) -> str:
     return _apply(code, edits)
 
 
-def _at(code: str, line: int, byte_column: int, text: str) -> tuple[int, int, str]:
-    """An insertion of `text` at ast's (line, UTF-8 byte column), as a character offset."""
+def _span(code: str, node: ast.AST) -> tuple[int, int]:
+    """`node`'s start and end as character offsets into `code` (ast counts UTF-8 bytes)."""
     lines = code.splitlines(keepends=True)
-    prefix = sum(len(x) for x in lines[:line - 1])
-    column = len(lines[line - 1].encode("utf-8")[:byte_column].decode("utf-8"))
-    return prefix + column, 0, text
+
+    def offset(line: int, byte_column: int) -> int:
+        column = len(lines[line - 1].encode("utf-8")[:byte_column].decode("utf-8"))
+        return sum(len(x) for x in lines[:line - 1]) + column
+
+    return (offset(node.lineno, node.col_offset),  # type: ignore[attr-defined]
+            offset(node.end_lineno, node.end_col_offset))  # type: ignore[attr-defined]
+
+
+def _wrap(code: str, node: ast.AST, opening: str) -> list[tuple[int, int, str]]:
+    """The edits that turn `node` into `opening` + node + `)`."""
+    start, end = _span(code, node)
+    return [(start, start, opening), (end, end, ")")]
 
 
 def _apply(code: str, edits: list[tuple[int, int, str]]) -> str:
-    """Apply insertions (and `\\0drop`: remove the "(" at that offset) from the end back."""
-    for offset, _, text in sorted(edits, key=lambda e: (e[0], e[2] == "\0drop"), reverse=True):
-        if text == "\0drop":
-            if code[offset] != "(":
-                raise _Unsafe("a call is written in a form nb2cwl does not rewrite")
-            code = code[:offset] + code[offset + 1:]
-        else:
-            code = code[:offset] + text + code[offset:]
+    """Replace each (start, end) range by its text, from the end of the code back."""
+    for start, end, text in sorted(edits, reverse=True):
+        code = code[:start] + text + code[end:]
     return code

@@ -136,15 +136,8 @@ def _begin_training(trainer: distributed.Training, plan: dict[str, Any],
 
 def _seed_tensorflow(seed: str, namespace: dict[str, Any]) -> None:
     """An earlier cell seeded TensorFlow: a fresh step process starts from that seed too."""
-    if "keras" not in sys.modules and "tensorflow" not in sys.modules:
-        return  # the step does not use them (its replayed imports would have loaded them)
-    try:
-        value = int(eval(seed, namespace))
-    except Exception:
-        return
-    import keras
-
-    keras.utils.set_random_seed(value)
+    if "keras" in sys.modules or "tensorflow" in sys.modules:  # (its replayed imports
+        distributed.seed_tensorflow(seed, namespace)            # load them when it uses them)
 
 
 def _training_log(report: dict[str, Any], cell: int) -> str:

@@ -167,6 +167,7 @@ class Training:
         self.replicas = int(self.strategy.num_replicas_in_sync)
         self.fits: list[dict[str, Any]] = []
         self.evaluations: list[Any] = []
+        self.seed: int | None = None
         self.started = time.time()
 
     def _choose(self, tf: Any) -> Any:
@@ -328,7 +329,7 @@ class Training:
                 timespec="seconds"),
             "strategy": type(self.strategy).__name__, "replicas": self.replicas,
             "workers": self.workers, "gpus": len(self.gpus),
-            "seed": getattr(self, "seed", None), "models": saved,
+            "seed": self.seed, "models": saved,
             "seconds": round(time.time() - self.started, 3),
         }
         if problems:
@@ -345,6 +346,19 @@ class Training:
         with open(os.path.join(folder, "training.log"), "w", encoding="utf-8") as handle:
             handle.write(log)
         return folder
+
+
+def seed_tensorflow(seed: str, namespace: dict[str, Any]) -> int | None:
+    """Seed Python, NumPy and TensorFlow with the notebook's seed expression `seed`, evaluated
+    in the step's namespace; the value, or None when it cannot be evaluated here."""
+    try:
+        value = int(eval(seed, namespace))  # the notebook's own expression
+    except Exception:  # an expression the step cannot evaluate: leave the generators
+        return None
+    import keras
+
+    keras.utils.set_random_seed(value)
+    return value
 
 
 def _worker_count() -> int:
