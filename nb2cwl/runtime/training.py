@@ -72,8 +72,7 @@ def _local_workers(count: int, argv: list[str]) -> int:
     ports = _free_ports(count)
     cluster = {"worker": [f"localhost:{port}" for port in ports]}
     script = os.path.abspath(sys.argv[0])
-    absolute = [os.path.abspath(a) if not a.startswith("--") and os.path.exists(a) else a
-                for a in argv]
+    absolute = _absolute_paths(argv)
     processes, scratch = [], []
     for index in range(count):
         env = dict(os.environ, **{WORKER_FLAG: "1", "TF_CONFIG": json.dumps(
@@ -130,10 +129,14 @@ def _enter_worker_directory(argv: list[str]) -> None:
     """A Slurm worker other than the first runs in a scratch folder (its copies are dropped)."""
     if int(os.environ.get("SLURM_PROCID", "0") or 0) == 0:
         return
-    for index, word in enumerate(argv):
-        if not word.startswith("--") and os.path.exists(word):
-            argv[index] = os.path.abspath(word)
+    argv[:] = _absolute_paths(argv)
     os.chdir(tempfile.mkdtemp(prefix="nb2cwl-worker-"))
+
+
+def _absolute_paths(argv: list[str]) -> list[str]:
+    """The step's arguments with relative paths made absolute (for a worker elsewhere)."""
+    return [os.path.abspath(a) if not a.startswith("--") and os.path.exists(a) else a
+            for a in argv]
 
 
 def is_chief() -> bool:
