@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -345,4 +346,8 @@ def _default_output(notebook: str) -> str:
 
 def run() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    status = main()
+    # Everything is written by now. Without a final collection of the compiler's syntax trees
+    # the interpreter exits about 0.3 s sooner.
+    gc.freeze()
+    sys.exit(status)

@@ -51,7 +51,10 @@ _BOOTSTRAP = (
     "if not line.strip():\n"
     "    sys.exit(0)\n"
     "sys.argv = ['streamflow', *json.loads(line)]\n"
-    "sys.exit(run())\n"
+    "status = run()\n"
+    "import gc\n"
+    "gc.freeze()\n"  # no final collection of StreamFlow's objects: exits about 0.3 s sooner
+    "sys.exit(status)\n"
 )
 
 
