@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
-import inspect
 import json
 import linecache
 import os
@@ -13,23 +12,28 @@ import sys
 import time
 import traceback
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import cache, files, skeleton, values
-from . import training as distributed
 from .arguments import Arguments, parse_arguments
 from .capture import OutputCapture, display
 from .failure import CellFailed, mark_failed, upstream_failure, user_traceback
 from .shell import StepShell
 
+if TYPE_CHECKING:  # the training module is imported only by steps that train (~10 ms)
+    from .training import Training
+
 OUT = "nb2cwl-out"
+_CO_COROUTINE = 0x80  # inspect.CO_COROUTINE, without importing inspect
 
 
 def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     """Run the step described by `spec`; return the process exit status."""
     plan = spec.get("training")
     if plan is not None and plan.get("distributed", True):
-        status = distributed.launch_workers(argv)  # one worker per node, or just this one
+        from .training import launch_workers
+
+        status = launch_workers(argv)  # one worker per node, or just this one
         if status is not None:
             return status
     args = parse_arguments(argv)
@@ -50,9 +54,7 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     if key is not None and cache.restore(key, out):
         return 0
     namespace = _user_namespace(_mentions_ipython(spec))
-    trainer = distributed.Training(plan) if plan is not None else None  # before any TF op
-    if trainer is not None:
-        namespace[distributed.HELPER] = trainer
+    trainer = _trainer(plan, namespace)  # before any TF op
     _stage_files(spec, args, root)
     before = files.snapshot(root)
     definitions = {d["key"]: d for d in spec.get("definitions", [])}
@@ -122,12 +124,23 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     return status
 
 
+def _trainer(plan: dict[str, Any] | None, namespace: dict[str, Any]) -> Training | None:
+    """The training step's strategy helper, bound in the namespace for the rewritten loop."""
+    if plan is None:
+        return None
+    from .training import HELPER, Training
+
+    trainer = Training(plan)
+    namespace[HELPER] = trainer
+    return trainer
+
+
 @contextlib.contextmanager
 def _nothing() -> Any:
     yield
 
 
-def _begin_training(trainer: distributed.Training, plan: dict[str, Any],
+def _begin_training(trainer: Training, plan: dict[str, Any],
                     namespace: dict[str, Any]) -> None:
     trainer.begin(namespace)
     if plan.get("prelude"):  # the step function, rewritten for the strategy
@@ -137,7 +150,9 @@ def _begin_training(trainer: distributed.Training, plan: dict[str, Any],
 def _seed_tensorflow(seed: str, namespace: dict[str, Any]) -> None:
     """An earlier cell seeded TensorFlow: a fresh step process starts from that seed too."""
     if "keras" in sys.modules or "tensorflow" in sys.modules:  # (its replayed imports
-        distributed.seed_tensorflow(seed, namespace)            # load them when it uses them)
+        from .training import seed_tensorflow  # load them when it uses them)
+
+        seed_tensorflow(seed, namespace)
 
 
 def _training_log(report: dict[str, Any], cell: int) -> str:
@@ -295,7 +310,7 @@ def _execute(source: str, filename: str, namespace: dict[str, Any]) -> Any:
 
 
 def _run(code: types.CodeType, namespace: dict[str, Any]) -> Any:
-    if code.co_flags & inspect.CO_COROUTINE:
+    if code.co_flags & _CO_COROUTINE:
         import asyncio  # only cells with top-level await need it
 
         return asyncio.run(eval(code, namespace))
