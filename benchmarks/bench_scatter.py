@@ -26,13 +26,20 @@ WORK = ("def work(i):\n    total = 0\n    for k in range({n}):\n        total +=
 
 
 def calibrate(seconds: float) -> int:
-    """Loop count for which work() takes about `seconds`."""
+    """Loop count for which work() takes about `seconds`.
+
+    Measured three times, each on the previous estimate: a short first measurement alone
+    overestimates the per-iteration cost (the interpreter has not specialised the loop yet), and
+    gave items of about half the intended time.
+    """
     namespace: dict = {}
-    exec(WORK.format(n=200_000), namespace)
-    start = time.perf_counter()
-    namespace["work"](3)
-    elapsed = time.perf_counter() - start
-    return max(10, int(200_000 * seconds / elapsed))
+    n = 1_000_000
+    for _ in range(3):
+        exec(WORK.format(n=n), namespace)
+        start = time.perf_counter()
+        namespace["work"](3)
+        n = max(10, int(n * seconds / (time.perf_counter() - start)))
+    return n
 
 
 def notebook(items: int, n: int) -> nbformat.NotebookNode:
