@@ -1,9 +1,10 @@
 """Reuse a step's outputs when its code and every input are unchanged since an earlier run.
 
 The key is a sha256 of the step's description (its cells' code, definitions, ports), the
-runtime's own source, and the content of every input file or folder. `nb2cwl run` points
-NB2CWL_CACHE_DIR at the output directory; without it nothing is cached. Steps that may touch
-files the analysis cannot name are never cached, nor are failed or skipped steps.
+runtime's own source, the content of every input file or folder, and every plain argument
+(a map job's chunk number). `nb2cwl run` points NB2CWL_CACHE_DIR at the output directory;
+without it nothing is cached. Steps that may touch files the analysis cannot name are never
+cached, nor are failed or skipped steps.
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ def cache_key(spec: dict[str, Any], args: dict[str, list[str]]) -> str | None:
         if key == "runtime":
             continue
         digest.update(key.encode())
-        for path in args[key]:
-            _tree(path, digest)
+        for value in args[key]:
+            if os.path.isabs(value):  # a staged input (the engine passes absolute paths)
+                _tree(value, digest)
+            else:  # a plain value, such as the chunk number of a map job
+                digest.update(f"value:{value}".encode())
     return digest.hexdigest()
 
 
