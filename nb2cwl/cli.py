@@ -52,7 +52,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              "independent")
     parser.add_argument("--chunks", type=_positive, default=0, metavar="N",
                         help="cut each scattered collection into N chunks (default: one per "
-                             "available core, at most one per item)")
+                             "available core, at most one per item; a constant collection "
+                             "on the local deployment is cut while compiling, for this "
+                             "machine's cores)")
     parser.add_argument("--scale-learning-rate", action="store_true",
                         help="in training steps (Keras fit), multiply the optimizer's learning "
                              "rate by the number of replicas; off by default because it "
