@@ -4,7 +4,7 @@ Case 1: 16 items of about 1 s of CPU work each (target: the workflow at least 1.
 2 cores). Case 2: 10,000 items of about 1 ms each (target: the workflow no slower than 1.2x the
 top-to-bottom run). Both times are measured in this one run, on the same machine.
 
-Usage: python benchmarks/bench_scatter.py [--quick]
+Usage: python benchmarks/bench_scatter.py [--quick] [--repeats N]
 """
 
 from __future__ import annotations
@@ -99,8 +99,11 @@ def main() -> int:
     """Run both cases and print times and ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller cases, one repeat")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of each case, interleaved; the best of each is compared "
+                             "(default 3: the host is noisy)")
     args = parser.parse_args()
-    repeats = 1 if args.quick else 2
+    repeats = 1 if args.quick else args.repeats
     big = (4, 0.25) if args.quick else (16, 1.0)
     small = (1000, 0.001) if args.quick else (10_000, 0.001)
     print(f"cores: {os.cpu_count()}, python {sys.version.split()[0]}, repeats {repeats} (best)")
