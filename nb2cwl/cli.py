@@ -85,12 +85,14 @@ def _parser() -> argparse.ArgumentParser:
                                   "between cells and the reasons")
     _common(explain)
     explain.add_argument("--json", action="store_true", help="machine-readable output")
+    _deployment_options(explain)  # they decide where steps run, and so some of their shapes
     graph = commands.add_parser("graph", help="draw the step graph")
     _common(graph)
     graph.add_argument("-o", "--output", required=True,
                        help="file to write: .svg, .dot or .mmd (Mermaid)")
     graph.add_argument("--format", choices=("svg", "dot", "mmd"),
                        help="output format (default: from the file extension)")
+    _deployment_options(graph)
     _bundle_parsers(commands)
     return parser
 

@@ -261,6 +261,19 @@ def test_constant_collections_are_cut_while_compiling(
         assert job["chunks_cell_2_map"] == list(range(expected))
 
 
+def test_explain_shows_the_shape_for_the_chosen_deployment(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = notebook(tmp_path / "d.ipynb", ["def work(x):\n    return x",
+                                           "ys = [work(x) for x in range(8)]"],
+                    markdown_first=False)
+    here = _explain(path, capsys)
+    docker = _explain(path, capsys, "--deployment", "docker")
+    assert [s["name"] for s in here["steps"]] == ["cell_1_map", "cell_1_gather"]
+    assert [s["name"] for s in docker["steps"]] == ["cell_1_split", "cell_1_map",
+                                                    "cell_1_gather"]
+    assert {s["target"] for s in docker["steps"]} == {"docker"}
+
+
 def test_a_notebook_range_is_not_the_builtin(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     path = notebook(tmp_path / "r.ipynb", [
