@@ -167,29 +167,3 @@ def test_cache_key_tells_map_jobs_apart(tmp_path: Path, monkeypatch: pytest.Monk
     moved = tmp_path / "elsewhere"
     moved.write_text("1")
     assert cache_key(spec, {"chunk": ["0"], "values": [str(moved)]}) in keys  # content counts
-
-
-@pytest.mark.parametrize(("iterables", "method"), [
-    (["range(3, 20)"], "scatter"),
-    (["'abcdefg'"], "scatter"),
-    (["{'a': 1, 'b': 2, 'c': 3}"], "scatter"),
-    (["enumerate((4, 8, 15))"], "scatter"),
-    (["range(9)", "[7, 1, 8, 2]"], "dotproduct"),
-    (["range(5)", "(7, 8, 9)"], "nested_crossproduct"),
-    (["range(0)"], "scatter"),
-])
-@pytest.mark.parametrize("chunks", [1, 2, 3, 7])
-def test_map_jobs_cut_a_constant_collection_as_the_split_would(
-        iterables: list[str], method: str, chunks: int, tmp_path: Path) -> None:
-    from nb2cwl.runtime import skeleton
-
-    plan = {"iterables": iterables, "method": method, "chunks": chunks, "prefix_code": ""}
-    skeleton.split(plan, {}, str(tmp_path), lambda code, show: ([], 0.0), set())
-    written = [[values.load_object(str(path), {}) for path in sorted(folder.iterdir())]
-               for folder in sorted(tmp_path.glob("chunks_*"))]
-    jobs = len(written[0])
-    cut = [skeleton.constant_chunk(plan, {}, number) for number in range(jobs)]
-    for number in range(jobs):
-        assert cut[number][0] == written[0][number]
-        if len(iterables) == 2:  # zip: the same positions; nested: the inner one whole
-            assert cut[number][1] == written[1][0 if method == "nested_crossproduct" else number]

@@ -53,44 +53,33 @@ def split(plan: dict[str, Any], namespace: dict[str, Any], out: str, run_code: R
 def constant_chunk(plan: dict[str, Any], namespace: dict[str, Any],
                    number: int) -> list[list[tuple[int, Any]]]:
     """This map job's chunk of each constant collection (there is no split step to cut it)."""
-    collections = _collections(plan, namespace, whole=False)
-    start, stop = _bounds(len(collections[0]), plan["chunks"])[number]
-    if plan["method"] == "nested_crossproduct":  # the inner collection travels whole
-        return [_pairs(collections[0], start, stop), _pairs(collections[1], 0, None)]
-    return [_pairs(collection, start, stop) for collection in collections]
+    chunked = _cut(plan, _collections(plan, namespace), plan["chunks"])
+    if plan["method"] == "nested_crossproduct":
+        return [chunked[0][number], chunked[1][0]]  # the inner collection travels whole
+    return [chunks[number] for chunks in chunked]
 
 
-def _collections(plan: dict[str, Any], namespace: dict[str, Any],
-                 whole: bool = True) -> list[Any]:
-    """The loop's collections as sequences. Unless `whole`, a range, list, tuple or str stays
-    as it is: a map job then copies only its own chunk of a `range(10**8)`."""
-    collections = []
-    for source in plan["iterables"]:
-        value = eval(source, namespace)
-        keep = not whole and isinstance(value, (range, list, tuple, str))
-        collections.append(value if keep else list(value))
+def _collections(plan: dict[str, Any], namespace: dict[str, Any]) -> list[list[Any]]:
+    collections = [list(eval(source, namespace)) for source in plan["iterables"]]
     if plan["method"] == "dotproduct":
         shortest = min(len(c) for c in collections)  # zip stops at the shorter one
         collections = [c[:shortest] for c in collections]
     return collections
 
 
-def _cut(plan: dict[str, Any], collections: list[Any],
+def _cut(plan: dict[str, Any], collections: list[list[Any]],
          wanted: int) -> list[list[list[tuple[int, Any]]]]:
     """Each collection as chunks of (position, item), cut the same way for all of them."""
     first = _bounds(len(collections[0]), wanted)
     chunked = []
     for number, collection in enumerate(collections):
         if number == 1 and plan["method"] == "nested_crossproduct":
-            chunked.append([_pairs(collection, 0, None)])  # the inner collection travels whole
+            bounds = [(0, len(collection))]  # the inner collection travels whole
         else:
-            chunked.append([_pairs(collection, start, stop) for start, stop in first])
+            bounds = first
+        indexed = list(enumerate(collection))
+        chunked.append([indexed[start:stop] for start, stop in bounds])
     return chunked
-
-
-def _pairs(collection: Any, start: int, stop: int | None) -> list[tuple[int, Any]]:
-    """(position, item) for the items from `start` to `stop`, copying no more than those."""
-    return list(enumerate(collection[start:stop], start))
 
 
 def _bounds(count: int, wanted: int) -> list[tuple[int, int]]:
