@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -53,7 +52,7 @@ def _compile(path: str, options: CompileOptions) -> Workflow:
     workflow = build_workflow(flow)
     workflow = prepare_training(workflow, options.scale_learning_rate)
     if options.scatter:
-        workflow = scatter_loops(workflow, options.chunks, _cores_here(options))
+        workflow = scatter_loops(workflow, options.chunks)
     if options.fuse:
         workflow = fuse_linear_chains(workflow)
     try:
@@ -61,16 +60,6 @@ def _compile(path: str, options: CompileOptions) -> Workflow:
     except InvalidWorkflow as exc:
         raise DirectiveError(str(exc), notebook.location()) from None
     return bind_steps(workflow, options)  # where each step runs, and what it needs there
-
-
-def _cores_here(options: CompileOptions) -> int:
-    """This machine's cores when every step runs on it (the local deployment), else 0.
-
-    With it, a loop over a constant collection is cut into chunks while compiling.
-    """
-    elsewhere = (options.deployment not in (None, "local") or options.targets
-                 or options.deployment_file)
-    return 0 if elsewhere else os.cpu_count() or 1
 
 
 def compile_to_directory(path: str, out_dir: str,

@@ -52,9 +52,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              "independent")
     parser.add_argument("--chunks", type=_positive, default=0, metavar="N",
                         help="cut each scattered collection into N chunks (default: one per "
-                             "available core, at most one per item; a constant collection "
-                             "on the local deployment is cut while compiling, for this "
-                             "machine's cores)")
+                             "available core, at most one per item)")
     parser.add_argument("--scale-learning-rate", action="store_true",
                         help="in training steps (Keras fit), multiply the optimizer's learning "
                              "rate by the number of replicas; off by default because it "
@@ -85,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
                                   "between cells and the reasons")
     _common(explain)
     explain.add_argument("--json", action="store_true", help="machine-readable output")
-    _deployment_options(explain)  # they decide where steps run, and so some of their shapes
+    _deployment_options(explain)  # explain shows where each step runs
     graph = commands.add_parser("graph", help="draw the step graph")
     _common(graph)
     graph.add_argument("-o", "--output", required=True,

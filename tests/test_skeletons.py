@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -18,7 +17,6 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import NOTEBOOKS
-from deployment_cases import load_yaml
 from equivalence import run_with_nbclient, run_with_workflow
 from test_cli import notebook
 
@@ -34,14 +32,6 @@ SCATTERED: dict[str, dict[str, str]] = {
         "map-comprehension-filter": "scatter",
     },
     "map_builtin_map.ipynb": {"map-list-map": "scatter", "map-tuple-map": "scatter"},
-    "map_constant_collections.ipynb": {
-        "map-constant-range": "scatter",
-        "map-constant-list": "scatter",
-        "map-constant-enumerate": "scatter",
-        "map-constant-zip": "dotproduct",
-        "map-constant-nested": "nested_crossproduct",
-        "map-constant-empty": "scatter",
-    },
     "map_dict_comprehension.ipynb": {
         "map-dict-comprehension": "scatter",
         "map-dict-comprehension-filter": "scatter",
@@ -180,18 +170,8 @@ def test_map_and_reduce_forms_are_scattered(
     assert data["fallbacks"] == []
     cwl = _compiled_cwl(path, tmp_path / "out", capsys)
     assert cwl.count("scatter:") == len(expected)
-    # a constant collection is cut while compiling: one chunk number per map job, no split
-    constant = {int(line.split(":")[0].removeprefix("cell ")) for line in data["skeletons"]
-                if "a constant collection" in line}
-    for index, method in expected.items():
-        if index in constant:
-            assert f"id: cell_{index}_split" not in cwl
-            assert f"source: chunks_cell_{index}_map" in cwl
-        else:
-            assert f"id: cell_{index}_split" in cwl
-            if method != "scatter":
-                assert f"scatterMethod: {method}" in cwl
-    assert (constant == set(expected)) == (name == "map_constant_collections.ipynb")
+    for method in set(expected.values()) - {"scatter"}:
+        assert f"scatterMethod: {method}" in cwl
 
 
 @pytest.mark.parametrize("name", sorted(BLOCKED))
@@ -230,64 +210,20 @@ def test_workflow_matches_jupyter(name: str, tmp_path: Path) -> None:
     _assert_same_outputs(jupyter, workflow, name)
 
 
-CONSTANT_CASES = [
-    # (cell, options, expected: chunks cut while compiling, or None when a split step cuts them)
-    ("ys = [work(x) for x in range(8)]", (), os.cpu_count()),
-    ("ys = [work(x) for x in range(8)]", ("--chunks", "3"), 3),
-    ("ys = [work(x) for x in range(2, 4)]", ("--chunks", "5"), 2),  # no more than the items
-    ("ys = {k: work(k) for k in ('a', 'b', 'c')}", ("--chunks", "2"), 2),
-    ("ys = [work(x) for i, x in enumerate([4, 5, 6])]", ("--chunks", "2"), 2),
-    ("ys = [work(x) for x in range(8)]", ("--deployment", "docker"), None),  # cores unknown
-    ("ys = [work(x) for x in range(8)]", ("--deployment", "docker", "--chunks", "4"), 4),
-    ("ys = [work(x) for x in {3, 1, 2}]", ("--chunks", "2"), None),  # a set's order may vary
-    ("ys = [work(x) for x in range(n)]", ("--chunks", "2"), None),  # not a constant
-    ("print('go')\nys = [work(x) for x in range(8)]", ("--chunks", "2"), None),  # code first
-]
-
-
-@pytest.mark.parametrize(("cell", "options", "expected"), CONSTANT_CASES)
-def test_constant_collections_are_cut_while_compiling(
-        cell: str, options: tuple[str, ...], expected: int | None, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    path = notebook(tmp_path / "c.ipynb", ["def work(x):\n    return x", "n = 8", cell],
-                    markdown_first=False)
-    assert main(["compile", str(path), "-o", str(tmp_path / "out"), *options]) == 0
-    cwl = (tmp_path / "out" / "workflow.cwl").read_text()
-    job = load_yaml(tmp_path / "out" / "job.yml")
-    if expected is None:
-        assert "id: cell_2_split" in cwl and "chunks_cell_2_map" not in job
-    else:
-        assert "id: cell_2_split" not in cwl
-        assert job["chunks_cell_2_map"] == list(range(expected))
-
-
-def test_explain_shows_the_shape_for_the_chosen_deployment(
+def test_explain_takes_the_deployment_options(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = notebook(tmp_path / "d.ipynb", ["def work(x):\n    return x",
                                            "ys = [work(x) for x in range(8)]"],
                     markdown_first=False)
     here = _explain(path, capsys)
     docker = _explain(path, capsys, "--deployment", "docker")
-    assert [s["name"] for s in here["steps"]] == ["cell_1_map", "cell_1_gather"]
-    assert [s["name"] for s in docker["steps"]] == ["cell_1_split", "cell_1_map",
-                                                    "cell_1_gather"]
+    assert [s["name"] for s in docker["steps"]] == [s["name"] for s in here["steps"]]
+    assert {s["target"] for s in here["steps"]} == {"local"}
     assert {s["target"] for s in docker["steps"]} == {"docker"}
 
 
-def test_a_notebook_range_is_not_the_builtin(tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
-    path = notebook(tmp_path / "r.ipynb", [
-        "def work(x):\n    return x",
-        "def range(n):\n    return [n, n + 1]",
-        "ys = [work(x) for x in range(8)]",
-    ], markdown_first=False)
-    (skeleton,) = _explain(path, capsys, "--chunks", "2")["skeletons"]
-    assert "cell_2_split" in skeleton
-
-
 @pytest.mark.streamflow
-@pytest.mark.parametrize("name", ["reduce_augassign.ipynb", "nested_product.ipynb",
-                                  "map_constant_collections.ipynb"])
+@pytest.mark.parametrize("name", ["reduce_augassign.ipynb", "nested_product.ipynb"])
 def test_chunks_option_keeps_outputs(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -89,34 +89,22 @@ def step_ports(workflow: Workflow, step: Step) -> list[tuple[str, str]]:
     return sorted(ports.items())
 
 
-def constant_chunks(step: Step) -> int:
-    """How many chunks a map step over a constant collection runs (0 for other steps)."""
-    return step.plan.chunks if step.role == "map" and step.plan and step.plan.constant else 0
-
-
 def _skeleton_inputs(step: Step) -> list[cwl.CommandInputParameter]:
-    if constant_chunks(step):
-        return [cwl.CommandInputParameter(
-            id="chunk", type_="int",
-            inputBinding=cwl.CommandLineBinding(position=3, prefix="--chunk"))]
     if step.role == "map":
         return [cwl.CommandInputParameter(
             id=f"chunk_{n}", type_="File",
             inputBinding=cwl.CommandLineBinding(position=3, prefix=f"--chunk-{n}"))
             for n in range(collections(step))]
     if step.role == "gather":
-        assert step.plan is not None
-        nested = step.plan.method == "nested_crossproduct" and not step.plan.constant
         results: object = cwl.CommandInputArraySchema(items="File", type_="array")
-        if nested:  # one result per (outer chunk, inner chunk)
+        if step.plan is not None and step.plan.method == "nested_crossproduct":
             results = cwl.CommandInputArraySchema(items=results, type_="array")
-        inputs = [cwl.CommandInputParameter(id="results", type_=results, inputBinding=(
-            cwl.CommandLineBinding(position=4, prefix="--results")))]
-        if not step.plan.constant:  # what the split step printed before the loop
-            inputs.append(cwl.CommandInputParameter(
-                id="prefix_report", type_="File",
-                inputBinding=cwl.CommandLineBinding(position=3, prefix="--prefix-report")))
-        return inputs
+        return [
+            cwl.CommandInputParameter(id="results", type_=results, inputBinding=(
+                cwl.CommandLineBinding(position=4, prefix="--results"))),
+            cwl.CommandInputParameter(id="prefix_report", type_="File", inputBinding=(
+                cwl.CommandLineBinding(position=3, prefix="--prefix-report"))),
+        ]
     return []
 
 
@@ -208,13 +196,7 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
         if step.training is not None:
             out.append("training")
         scatter, method = None, None
-        if constant_chunks(step):
-            inputs.append(cwl.WorkflowInputParameter(
-                id=f"chunks_{step.name}", type_=cwl.InputArraySchema(items="int", type_="array"),
-                label=f"the chunk numbers of cell {step.first_cell}'s loop"))
-            wiring.append(cwl.WorkflowStepInput(id="chunk", source=f"chunks_{step.name}"))
-            out, scatter = ["results"], "chunk"
-        elif step.role == "map":
+        if step.role == "map":
             split = step.name.removesuffix("_map") + "_split"
             ports = [f"chunk_{n}" for n in range(collections(step))]
             wiring += [cwl.WorkflowStepInput(id=p, source=f"{split}/chunks_{p[-1]}")
@@ -224,10 +206,8 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
             method = step.plan.method if len(ports) > 1 else None  # type: ignore[union-attr]
         elif step.role == "gather":
             base = step.name.removesuffix("_gather")
-            wiring.append(cwl.WorkflowStepInput(id="results", source=f"{base}_map/results"))
-            if not step.plan.constant:  # type: ignore[union-attr]
-                wiring.append(cwl.WorkflowStepInput(id="prefix_report",
-                                                    source=f"{base}_split/report"))
+            wiring += [cwl.WorkflowStepInput(id="results", source=f"{base}_map/results"),
+                       cwl.WorkflowStepInput(id="prefix_report", source=f"{base}_split/report")]
         elif step.role == "split":
             out += [f"chunks_{n}" for n in range(collections(step))]
         steps.append(cwl.WorkflowStep(id=step.name, run=f"tools/{step.name}.cwl", in_=wiring,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from nb2cwl.backends.cwl import constant_chunks, executed_name
+from nb2cwl.backends.cwl import executed_name
 from nb2cwl.ir.model import Workflow
 
 
@@ -19,8 +19,6 @@ def job_document(workflow: Workflow, out_dir: str, runtime: str, notebook: str) 
     }
     for step in workflow.steps:
         job[f"script_{step.name}"] = {"class": "File", "path": f"steps/{step.name}.py"}
-        if constant_chunks(step):
-            job[f"chunks_{step.name}"] = list(range(constant_chunks(step)))
     notebook_dir = os.path.dirname(workflow.notebook_path)
     for number, (path, kind) in enumerate(workflow.external_files):
         location = os.path.relpath(os.path.join(notebook_dir, path), os.path.abspath(out_dir))

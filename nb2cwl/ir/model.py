@@ -72,10 +72,6 @@ class MapPlan:
     keep_locals: tuple[str, ...] = ()  # loop names whose last value is used after the loop
     chunks: int = 0  # 0: one chunk per available core, capped by the item count
     gpu: bool = False
-    # The collections are constants (`range(16)`, a literal list) and no code runs before the
-    # loop: `chunks` was fixed when compiling, every map job evaluates the collections and
-    # keeps its own chunk, and there is no split step.
-    constant: bool = False
 
     def to_json(self) -> dict:
         """The plan as plain JSON data for the step runtime."""

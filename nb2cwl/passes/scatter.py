@@ -1,15 +1,11 @@
-"""Rewrite a cell with a safe loop into split -> scatter(map) over chunks -> gather.
-
-When the loop's collections are constants and nothing runs before the loop, the chunks are
-fixed while compiling and each map job cuts its own: map -> gather, one step fewer.
-"""
+"""Rewrite a cell with a safe loop into split -> scatter(map) over chunks -> gather."""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import replace
 
-from nb2cwl.ir.model import Fallback, MapPlan, Step, StepInput, Workflow, carries_value
+from nb2cwl.ir.model import Fallback, Step, StepInput, Workflow, carries_value
 
 CHUNKS = "skeleton:chunks"
 RESULTS = "skeleton:results"
@@ -17,12 +13,8 @@ PREFIX = "skeleton:prefix"
 PSEUDO = (CHUNKS, RESULTS, PREFIX)
 
 
-def scatter_loops(workflow: Workflow, chunks: int = 0, cores: int = 0) -> Workflow:
-    """Split every step whose cell holds a recognised map; keep the rest as it is.
-
-    `chunks` is the chunk count the user asked for (0: one per core). `cores` is the number
-    of cores the loops will run on when that is known while compiling, else 0.
-    """
+def scatter_loops(workflow: Workflow, chunks: int = 0) -> Workflow:
+    """Split every step whose cell holds a recognised map; keep the rest as it is."""
     steps: list[Step] = []
     renamed: dict[str, str] = {}
     early: dict[str, tuple[str, set[str]]] = {}  # cell step -> (its split, values ready there)
@@ -43,17 +35,6 @@ def scatter_loops(workflow: Workflow, chunks: int = 0, cores: int = 0) -> Workfl
             steps.append(replace(step, plan=None))
             continue
         plan = replace(plan, chunks=chunks)
-        count = _constant_count(workflow, step, plan)
-        wanted = chunks or (cores if step.target is None else 0)  # a tag may bind it elsewhere
-        if count is not None and wanted:
-            plan = replace(plan, chunks=max(1, min(count, wanted)), constant=True)
-            mapper, gather = _rewrite_constant(replace(step, plan=plan), plan)
-            renamed[step.name] = gather.name
-            steps += [mapper, gather]
-            skeletons.append(f"cell {cell}: {plan.form} -> {plan.method} over chunks "
-                             f"({mapper.name} -> {gather.name}; a constant collection, cut "
-                             f"into {plan.chunks} while compiling)")
-            continue
         split, mapper, gather = _rewrite(replace(step, plan=plan), plan)
         renamed[step.name] = gather.name
         early[step.name] = (split.name, _ready_after_split(step, plan, split))
@@ -98,71 +79,6 @@ def _rewrite(step: Step, plan) -> tuple[Step, Step, Step]:
         role="gather", reasons=("puts the results back in the original order and runs the "
                                 "rest of the cell",))
     return split, mapper, gather
-
-
-def _rewrite_constant(step: Step, plan: MapPlan) -> tuple[Step, Step]:
-    """map -> gather for a constant collection: both load what the cell step loaded."""
-    files = [i for i in step.inputs if i.var.startswith("file:")]
-    mapper = replace(
-        step, name=f"{step.name}_map",
-        inputs=tuple([i for i in step.inputs if i.var in plan.reads] + files),
-        outputs=(RESULTS,), role="map", alias_groups=(), reasons=(
-            f"runs the per-item code once per chunk ({plan.method}); each job cuts its chunk "
-            f"of the constant collection itself (line {plan.line})",))
-    gather = replace(
-        step, name=f"{step.name}_gather",
-        inputs=(*step.inputs, StepInput(RESULTS, mapper.name, step.first_cell)),
-        role="gather", reasons=("puts the results back in the original order and runs the "
-                                "rest of the cell",))
-    return mapper, gather
-
-
-def _constant_count(workflow: Workflow, step: Step, plan: MapPlan) -> int | None:
-    """The number of items when the collections are constants and no code precedes the loop.
-
-    None otherwise, or when the cell may see its own `range`/`enumerate` instead of the
-    builtins. A dotproduct stops at the shortest collection; a nested loop is cut along the
-    outer one.
-    """
-    if plan.prefix_code.strip():
-        return None
-    shadowed = {i.var for i in step.inputs} | {
-        name for key in step.replay for name in workflow.replay(key).names}
-    if shadowed & {"range", "enumerate"}:
-        return None
-    counts = [_constant_length(source) for source in plan.iterables]
-    if any(count is None for count in counts):
-        return None
-    known = [count for count in counts if count is not None]
-    return min(known) if plan.method == "dotproduct" else known[0]
-
-
-def _constant_length(source: str) -> int | None:
-    """len() of `range(<ints>)`, `enumerate(<constant>)` or a literal list, tuple, str or dict.
-
-    Not a set: the order of its items may differ from one process to the next.
-    """
-    try:
-        node = ast.parse(source.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
-        if node.func.id == "enumerate" and len(node.args) == 1:
-            return _constant_length(ast.unparse(node.args[0]))
-        if node.func.id == "range" and 1 <= len(node.args) <= 3:
-            bounds = [_literal(argument) for argument in node.args]
-            if all(type(b) is int for b in bounds) and (len(bounds) < 3 or bounds[2] != 0):
-                return len(range(*bounds))  # type: ignore[arg-type]
-        return None
-    value = _literal(node)
-    return len(value) if isinstance(value, (list, tuple, str, dict)) else None
-
-
-def _literal(node: ast.expr) -> object:
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
 
 
 def _rng(step: Step) -> set[str]:

@@ -37,49 +37,26 @@ def split(plan: dict[str, Any], namespace: dict[str, Any], out: str, run_code: R
     if plan["prefix_code"].strip():
         timeline, offset = run_code(plan["prefix_code"], False)
     with OutputCapture() as capture:  # building the collection may print too
-        collections = _collections(plan, namespace)
+        collections = [list(eval(source, namespace)) for source in plan["iterables"]]
     timeline = timeline + shifted(capture.events, offset)
     offset += capture.duration
-    chunked = _cut(plan, collections, plan.get("chunks") or os.cpu_count() or 1)
-    for number, chunks in enumerate(chunked):
-        folder = os.path.join(out, f"chunks_{number}")
-        os.makedirs(folder, exist_ok=True)
-        for index, chunk in enumerate(chunks):
-            values.dump_object(chunk, os.path.join(folder, f"chunk-{index:06d}.pkl"),
-                               replayable, f"the items of {plan['iterables'][number]}")
-    return timeline, offset
-
-
-def constant_chunk(plan: dict[str, Any], namespace: dict[str, Any],
-                   number: int) -> list[list[tuple[int, Any]]]:
-    """This map job's chunk of each constant collection (there is no split step to cut it)."""
-    chunked = _cut(plan, _collections(plan, namespace), plan["chunks"])
-    if plan["method"] == "nested_crossproduct":
-        return [chunked[0][number], chunked[1][0]]  # the inner collection travels whole
-    return [chunks[number] for chunks in chunked]
-
-
-def _collections(plan: dict[str, Any], namespace: dict[str, Any]) -> list[list[Any]]:
-    collections = [list(eval(source, namespace)) for source in plan["iterables"]]
     if plan["method"] == "dotproduct":
         shortest = min(len(c) for c in collections)  # zip stops at the shorter one
         collections = [c[:shortest] for c in collections]
-    return collections
-
-
-def _cut(plan: dict[str, Any], collections: list[list[Any]],
-         wanted: int) -> list[list[list[tuple[int, Any]]]]:
-    """Each collection as chunks of (position, item), cut the same way for all of them."""
+    wanted = plan.get("chunks") or os.cpu_count() or 1
     first = _bounds(len(collections[0]), wanted)
-    chunked = []
     for number, collection in enumerate(collections):
         if number == 1 and plan["method"] == "nested_crossproduct":
             bounds = [(0, len(collection))]  # the inner collection travels whole
         else:
             bounds = first
-        indexed = list(enumerate(collection))
-        chunked.append([indexed[start:stop] for start, stop in bounds])
-    return chunked
+        folder = os.path.join(out, f"chunks_{number}")
+        os.makedirs(folder, exist_ok=True)
+        for index, (start, stop) in enumerate(bounds):
+            chunk = list(enumerate(collection))[start:stop]
+            values.dump_object(chunk, os.path.join(folder, f"chunk-{index:06d}.pkl"),
+                               replayable, f"the items of {plan['iterables'][number]}")
+    return timeline, offset
 
 
 def _bounds(count: int, wanted: int) -> list[tuple[int, int]]:
@@ -93,13 +70,14 @@ def _bounds(count: int, wanted: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def run_items(plan: dict[str, Any], namespace: dict[str, Any],
-              chunks: list[list[tuple[int, Any]]], out: str, replayable: set[str]) -> None:
+def run_items(plan: dict[str, Any], namespace: dict[str, Any], chunk_files: list[str],
+              out: str, replayable: set[str]) -> None:
     """Run the per-item code for every item of this job's chunk(s), in order.
 
     Each item's printed output is kept with its position, so the gather can put everything
     back in iteration order; the first item that raises stops the job, as it stops the loop.
     """
+    chunks = [values.load_object(path, namespace) for path in chunk_files]
     code = _Compiled(plan)
     for name in plan.get("keep_locals", []):
         namespace.pop(name, None)  # present afterwards only if an iteration bound it

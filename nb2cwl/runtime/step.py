@@ -203,19 +203,12 @@ def _run_role(spec: dict[str, Any], args: Arguments, namespace: dict[str, Any], 
         report["prefix_events"], report["prefix_duration"] = skeleton.split(
             plan, namespace, out, run_code, replayable)
     elif role == "map":
-        if plan.get("constant"):
-            chunks = skeleton.constant_chunk(plan, namespace, int(args.one("chunk")))
-        else:
-            chunks = [values.load_object(args.one(f"chunk-{n}"), namespace)
-                      for n in range(len(plan["iterables"]))]
-        skeleton.run_items(plan, namespace, chunks, out, replayable)
+        chunk_files = [args.one(f"chunk-{n}") for n in range(len(plan["iterables"]))]
+        skeleton.run_items(plan, namespace, chunk_files, out, replayable)
     elif role == "gather":
-        prefix: tuple[list, float] = ([], 0.0)  # a constant collection: no split, no prefix
-        if not plan.get("constant"):
-            with open(args.one("prefix-report"), encoding="utf-8") as handle:
-                split_report = json.load(handle)
-            prefix = (split_report.get("prefix_events", []),
-                      split_report.get("prefix_duration", 0))
+        with open(args.one("prefix-report"), encoding="utf-8") as handle:
+            split_report = json.load(handle)
+        prefix = (split_report.get("prefix_events", []), split_report.get("prefix_duration", 0))
         where = (f"nb2cwl: step {spec['step']} failed at {spec['notebook']}, cell "
                  f"{cell['index']} (id {cell['id']}), line {plan['line']}, in an iteration "
                  "of the loop")

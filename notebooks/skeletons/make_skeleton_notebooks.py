@@ -12,7 +12,7 @@ Two families:
 
 * ``map_*``, ``reduce_*``, ``nested_product``, ``zip_dotproduct`` and ``hinted_tasks``: every
   cell whose id starts with ``map-`` holds a loop or comprehension that nb2cwl must run as a
-  scatter (split -> map over chunks -> gather; map -> gather over a constant collection);
+  scatter (split -> map over chunks -> gather);
 * ``blocked_*``: every cell whose id starts with ``blocked-`` holds a loop that would qualify
   (it accumulates and calls a notebook function per item) but for one construct that makes
   its iterations depend on each other, so it must stay sequential.
@@ -911,71 +911,8 @@ BLOCKED_ACCUMULATOR_READ = [
     ),
 ]
 
-MAP_CONSTANT_COLLECTIONS = [
-    md(
-        "intro",
-        """
-        # Map over constant collections
-
-        When the collection is a constant (`range(3, 19)`, a literal list or tuple) and nothing
-        runs before the loop in its cell, nb2cwl cuts it into chunks while compiling: each
-        map job takes its own chunk, and there is no split step (map -> gather).
-    """,
-    ),
-    WORK,
-    code(
-        "map-constant-range",
-        """
-        squares = [work(x) for x in range(3, 19)]
-        print("squares:", squares)
-    """,
-    ),
-    code(
-        "map-constant-list",
-        """
-        by_rate = {rate: work(rate) for rate in [1, 2, 5, 10, 20, 50]}
-        print("by rate:", by_rate)
-    """,
-    ),
-    code(
-        "map-constant-enumerate",
-        """
-        labels = [f"{i}:{work(x)}" for i, x in enumerate((4, 8, 15, 16, 23, 42))]
-        print("labels:", labels)
-    """,
-    ),
-    code(
-        "map-constant-zip",
-        """
-        shifted = [work(a) + b for a, b in zip(range(12), [7, 1, 8, 2, 8, 1, 8, 2, 8, 4])]
-        print("shifted:", shifted)
-    """,
-    ),
-    code(
-        "map-constant-nested",
-        """
-        grid = [work(a * 10 + b) for a in range(4) for b in (1, 2, 3)]
-        print("grid:", grid)
-    """,
-    ),
-    code(
-        "map-constant-empty",
-        """
-        nothing = [work(x) for x in range(5, 5)]
-        print("nothing:", nothing)
-    """,
-    ),
-    code(
-        "use-results",
-        """
-        print(sum(squares), sum(by_rate.values()), len(labels), sum(shifted), sum(grid))
-    """,
-    ),
-]
-
 NOTEBOOKS = {
     "map_list_comprehension.ipynb": MAP_LIST_COMPREHENSION,
-    "map_constant_collections.ipynb": MAP_CONSTANT_COLLECTIONS,
     "map_builtin_map.ipynb": MAP_BUILTIN_MAP,
     "map_dict_comprehension.ipynb": MAP_DICT_COMPREHENSION,
     "map_loop_append.ipynb": MAP_LOOP_APPEND,
