@@ -229,6 +229,13 @@ def test_star_import_is_replayed_for_names_defined_nowhere(tmp_path):
     assert df.cell(2).replay == []
 
 
+def test_star_import_is_replayed_where_it_may_rebind_a_builtin(tmp_path):
+    df = flow(tmp_path, ["from numpy import *", "print(round(2.5))",
+                         "def half(v):\n    return v / 2", "y = half(3)"])
+    assert [d.star for d in df.cell(1).replay] == [True]  # numpy's round, not the builtin
+    assert [d.star for d in df.cell(3).replay] == [True, False]  # half may call one too
+
+
 def test_functions_and_classes_are_replayed_not_inputs(tmp_path):
     cells = [
         "import math",

@@ -167,3 +167,14 @@ def test_cache_key_tells_map_jobs_apart(tmp_path: Path, monkeypatch: pytest.Monk
     moved = tmp_path / "elsewhere"
     moved.write_text("1")
     assert cache_key(spec, {"chunk": ["0"], "values": [str(moved)]}) in keys  # content counts
+
+
+@pytest.mark.streamflow
+def test_star_import_that_shadows_a_builtin_matches_jupyter(tmp_path: Path) -> None:
+    path = notebook(tmp_path / "star.ipynb", [
+        "from numpy import *",
+        "print(round(2.5), max([3, 1]))",  # numpy's round prints 2.0; the builtin's, 2
+    ])
+    jupyter = run_with_nbclient(path, tmp_path / "jupyter")
+    workflow, _ = run_with_workflow(path, tmp_path / "workflow")
+    assert workflow == jupyter

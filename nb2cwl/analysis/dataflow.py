@@ -85,6 +85,7 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
         fx = cell.effects
         needed: dict[str, int | None] = {}
         replay: dict[str, Definition] = {}
+        builtins_read = False  # a star import may have rebound them (`from numpy import *`)
         pending = sorted(fx.reads)
         while pending:
             name = pending.pop(0)
@@ -92,6 +93,7 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
             if source is None:
                 if not is_builtin(name) and name not in fx.writes:
                     flow.missing.append(name)
+                builtins_read = builtins_read or is_builtin(name)
                 continue
             kind, what = source
             recipe = recipes.get((name, what)) if kind == "data" else None  # type: ignore[arg-type]
@@ -104,7 +106,9 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
                 needed[name] = what  # type: ignore[assignment]
             elif kind == "replay":
                 _add_replay(what, replay)  # type: ignore[arg-type]
-        if flow.missing and stars:
+        if stars and (flow.missing or builtins_read or replay):
+            # what a star import binds is unknown here: replay it wherever a name may come
+            # from it, a builtin included, or where replayed functions may call one
             for definition in stars:
                 _add_replay(definition, replay)
         for state in sorted(fx.rng):
