@@ -155,7 +155,7 @@ def test_data_folder_beside_the_notebook_is_staged(tmp_path: Path) -> None:
     assert "33" in workflow[3][0]
 
 
-def test_cache_key_tells_map_jobs_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_key_counts_plain_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from nb2cwl.runtime.cache import cache_key
 
     monkeypatch.setenv("NB2CWL_CACHE_DIR", str(tmp_path))
@@ -163,7 +163,7 @@ def test_cache_key_tells_map_jobs_apart(tmp_path: Path, monkeypatch: pytest.Monk
     staged.write_text("1")
     spec = {"step": "cell_2_map", "cells": [{"id": "a", "code": "ys = [f(x) for x in xs]"}]}
     keys = {cache_key(spec, {"chunk": [str(n)], "values": [str(staged)]}) for n in range(3)}
-    assert len(keys) == 3  # one chunk's results never stand in for another's
+    assert len(keys) == 3  # one job's results never stand in for another's
     moved = tmp_path / "elsewhere"
     moved.write_text("1")
     assert cache_key(spec, {"chunk": ["0"], "values": [str(moved)]}) in keys  # content counts

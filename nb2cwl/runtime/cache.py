@@ -1,9 +1,9 @@
 """Reuse a step's outputs when its code and every input are unchanged since an earlier run.
 
 The key is a sha256 of the step's description (its cells' code, definitions, ports), the
-runtime's own source, the content of every input file or folder, and every plain argument
-(a map job's chunk number). `nb2cwl run` points NB2CWL_CACHE_DIR at the output directory;
-without it nothing is cached. Steps that may touch files the analysis cannot name are never
+runtime's own source, the content of every input file or folder, and every plain
+(non-path) argument. `nb2cwl run` points NB2CWL_CACHE_DIR at the output directory; without
+it nothing is cached. Steps that may touch files the analysis cannot name are never
 cached, nor are failed or skipped steps.
 """
 
@@ -38,7 +38,7 @@ def cache_key(spec: dict[str, Any], args: dict[str, list[str]]) -> str | None:
         for value in args[key]:
             if os.path.isabs(value):  # a staged input (the engine passes absolute paths)
                 _tree(value, digest)
-            else:  # a plain value, such as the chunk number of a map job
+            else:  # a plain value: the same value, the same key
                 digest.update(f"value:{value}".encode())
     return digest.hexdigest()
 
