@@ -114,6 +114,12 @@ def ext_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # --- the bundle's contents -------------------------------------------------------------------
 
+def test_bundle_cwl_has_no_random_names(ext_bundle: Path) -> None:
+    with zipfile.ZipFile(ext_bundle) as archive:
+        texts = [archive.read(n).decode() for n in archive.namelist() if n.endswith(".cwl")]
+    assert texts and not any("name: _:" in text for text in texts)  # the same every export
+
+
 def test_bundle_holds_everything_to_rerun(ext_bundle: Path, tmp_path: Path) -> None:
     with zipfile.ZipFile(ext_bundle) as archive:
         names = set(archive.namelist())

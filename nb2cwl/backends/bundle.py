@@ -49,6 +49,7 @@ from nb2cwl.backends.crate import (
     RunRecord,
     write_crate,
 )
+from nb2cwl.backends.cwl import without_blank_names
 from nb2cwl.backends.environment_lock import EnvironmentLock, lock_environment
 from nb2cwl.backends.explain import explain_data
 from nb2cwl.backends.naming import notebook_file_name
@@ -964,7 +965,7 @@ def _write_yaml(path: Path, document: Any) -> None:
 
 
 def _write_cwl(path: Path, document: dict[str, Any]) -> None:
-    document = {k: v for k, v in document.items() if k != "id"}
+    document = {k: v for k, v in without_blank_names(document).items() if k != "id"}
     path.parent.mkdir(parents=True, exist_ok=True)
     yaml = YAML()
     yaml.default_flow_style = False

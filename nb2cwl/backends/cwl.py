@@ -255,18 +255,18 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
 
 def as_document(obj: Any) -> dict[str, Any]:
     """A cwl-utils object as the plain mapping ruamel.yaml writes."""
-    document = _without_blank_names(obj.save())
+    document = without_blank_names(obj.save())
     return with_namespaces({k: v for k, v in document.items() if k != "id"})
 
 
-def _without_blank_names(node: Any) -> Any:
-    """cwl-utils names every anonymous array schema `_:<random uuid>`: without those names the
-    same notebook compiles to the same files every time."""
+def without_blank_names(node: Any) -> Any:
+    """A saved CWL document without the `name: _:<random uuid>` cwl-utils gives every anonymous
+    array schema: the same notebook compiles (and exports) to the same files every time."""
     if isinstance(node, dict):
-        return {k: _without_blank_names(v) for k, v in node.items()
+        return {k: without_blank_names(v) for k, v in node.items()
                 if not (k == "name" and isinstance(v, str) and v.startswith("_:"))}
     if isinstance(node, list):
-        return [_without_blank_names(v) for v in node]
+        return [without_blank_names(v) for v in node]
     return node
 
 
