@@ -58,8 +58,9 @@ def _rewrite(step: Step, plan) -> tuple[Step, Step, Step]:
     loaded = {i.var for i in values}
     # the split hands on every value of the cell the map or the gather may need
     handed = sorted(((loaded | set(plan.reads) | set(plan.accumulators) | set(step.outputs)
-                      | _rng(step)) - set(plan.loop_locals) - {"__nb2cwl_item__"}
-                     - set(PSEUDO)) | set(plan.keep_locals))
+                      | _rng(step) | _bound_before_read_after(plan))
+                     - set(plan.loop_locals) - {"__nb2cwl_item__"} - set(PSEUDO))
+                    | set(plan.keep_locals))
     split = replace(step, name=f"{step.name}_split", outputs=(*handed, CHUNKS, PREFIX),
                     role="split", alias_groups=(), reasons=(
                         f"line {plan.line}: {plan.form}: runs the code before it and cuts the "
@@ -79,6 +80,23 @@ def _rewrite(step: Step, plan) -> tuple[Step, Step, Step]:
         role="gather", reasons=("puts the results back in the original order and runs the "
                                 "rest of the cell",))
     return split, mapper, gather
+
+
+def _bound_before_read_after(plan) -> set[str]:
+    """Names the cell binds before the loop and reads after it (`k = 5`, loop, `print(k)`)."""
+    try:
+        before, after = ast.parse(plan.prefix_code), ast.parse(plan.gather_code)
+    except SyntaxError:
+        return set()
+    bound: set[str] = set()
+    for node in ast.walk(before):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
+    return bound & {n.id for n in ast.walk(after) if isinstance(n, ast.Name)}
 
 
 def _rng(step: Step) -> set[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import values
@@ -78,7 +78,7 @@ def run_items(plan: dict[str, Any], namespace: dict[str, Any], chunk_files: list
     back in iteration order; the first item that raises stops the job, as it stops the loop.
     """
     chunks = [values.load_object(path, namespace) for path in chunk_files]
-    code = _Compiled(plan)
+    code = _Compiled(plan, namespace)
     for name in plan.get("keep_locals", []):
         namespace.pop(name, None)  # present afterwards only if an iteration bound it
     records: list[tuple] = []
@@ -109,6 +109,17 @@ def run_items(plan: dict[str, Any], namespace: dict[str, Any], chunk_files: list
                        "the results of the loop")
 
 
+def _taken(op: str, args: tuple) -> tuple:
+    """extend() and update() consume an iterator argument when called, not when gathered.
+
+    Recording the iterator itself would run its code later, in the gather (its prints out of
+    place), see what changed in between, or fail to travel (a generator cannot be pickled).
+    """
+    if op in ("call:extend", "call:update"):
+        return tuple(list(a) if isinstance(a, Iterator) else a for a in args)
+    return args
+
+
 class _Stopped(Exception):
     """An item raised: no further item of this job runs."""
 
@@ -131,29 +142,44 @@ def _record(records: list[tuple], key: tuple, run: Callable[[], Any]) -> Any:
 
 
 class _Compiled:
-    """The per-item code of a plan, compiled once."""
+    """The per-item code of a plan, compiled once.
 
-    def __init__(self, plan: dict[str, Any]) -> None:
+    A loop's variables are globals, as in the notebook. A comprehension's are local to it, so
+    its per-item code runs as a function: a global of the same name, which the functions it
+    calls may read, keeps its value.
+    """
+
+    def __init__(self, plan: dict[str, Any], namespace: dict[str, Any]) -> None:
         self.body = compile(plan["body"], "<loop body>", "exec") if plan["body"] else None
-        self.element = (compile(plan["element"], "<element>", "eval")
-                        if plan["element"] else None)
         self.conditions = [[compile(c, "<condition>", "eval") for c in group]
                            for group in plan["conditions"]] or [[]]
         self.bindings = [compile(f"{target} = {ITEM}", "<target>", "exec")
                          for target in plan["targets"]]
+        self.scoped: Callable[..., Any] | None = None
+        self._inner: Callable[[Any], tuple] | None = None
+        if plan["body"] is None and plan["element"]:
+            exec(compile(_comprehension_source(plan), "<comprehension>", "exec"), namespace)
+            self.scoped = namespace.pop(_LEVEL)
 
     def bind_test(self, namespace: dict[str, Any], number: int, value: Any) -> bool:
+        if self.scoped is not None:  # the outer item of a nested comprehension
+            self._inner = self.scoped(value)
+            return self._inner is not None
         namespace[ITEM] = value
         exec(self.bindings[number], namespace)
         group = self.conditions[number] if number < len(self.conditions) else []
         return all(eval(c, namespace) for c in group)
 
     def item(self, namespace: dict[str, Any], number: int, value: Any) -> tuple:
+        if self.scoped is not None:
+            return self._inner(value) if number else self.scoped(value)  # type: ignore[misc]
         if not self.bind_test(namespace, number, value):
             return ("skip",)
         return self.finish(namespace)
 
     def pair(self, namespace: dict[str, Any], pair: tuple[Any, Any]) -> tuple:
+        if self.scoped is not None:
+            return self.scoped(*pair)
         for number, value in enumerate(pair):
             namespace[ITEM] = value
             exec(self.bindings[number], namespace)
@@ -162,12 +188,41 @@ class _Compiled:
         return self.finish(namespace)
 
     def finish(self, namespace: dict[str, Any]) -> tuple:
-        if self.body is not None:
-            ops: list[tuple[str, str, tuple]] = []
-            namespace[RECORD] = lambda name, op, args: ops.append((name, op, args))
-            exec(self.body, namespace)
-            return ("ops", ops)
-        return ("value", eval(self.element, namespace))  # type: ignore[arg-type]
+        ops: list[tuple[str, str, tuple]] = []
+        namespace[RECORD] = lambda name, op, args: ops.append((name, op, _taken(op, args)))
+        exec(self.body, namespace)  # type: ignore[arg-type]
+        return ("ops", ops)
+
+
+_LEVEL = "__nb2cwl_level__"
+
+
+def _comprehension_source(plan: dict[str, Any]) -> str:
+    """A function per item (per outer item, returning one per inner item, when nested)."""
+    targets, element = plan["targets"], plan["element"]
+    conditions = list(plan["conditions"]) or [[]]
+    conditions += [[]] * (len(targets) - len(conditions))
+
+    def test(group: list[str], indent: str, skipped: str) -> list[str]:
+        if not group:
+            return []
+        joined = " and ".join(f"({c})" for c in group)
+        return [f"{indent}if not ({joined}):", f"{indent}    return {skipped}"]
+
+    if plan["method"] == "dotproduct":
+        lines = [f"def {_LEVEL}(__nb2cwl_first__, __nb2cwl_second__):",
+                 f"    {targets[0]} = __nb2cwl_first__", f"    {targets[1]} = __nb2cwl_second__",
+                 *test(conditions[0], "    ", "('skip',)"), f"    return ('value', ({element}))"]
+    elif len(targets) == 2:
+        lines = [f"def {_LEVEL}({ITEM}):", f"    {targets[0]} = {ITEM}",
+                 *test(conditions[0], "    ", "None"),
+                 f"    def {_LEVEL}_inner({ITEM}):", f"        {targets[1]} = {ITEM}",
+                 *test(conditions[1], "        ", "('skip',)"),
+                 f"        return ('value', ({element}))", f"    return {_LEVEL}_inner"]
+    else:
+        lines = [f"def {_LEVEL}({ITEM}):", f"    {targets[0]} = {ITEM}",
+                 *test(conditions[0], "    ", "('skip',)"), f"    return ('value', ({element}))"]
+    return "\n".join(lines) + "\n"
 
 
 def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[str],
@@ -183,7 +238,7 @@ def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[s
         records.extend(values.load_object(path, namespace))
     records.sort(key=lambda record: record[0])
     timeline, offset = list(prefix[0]), float(prefix[1])
-    gathered: list[Any] = []
+    gathered = _Result(plan["result"])
     for _, events, duration, result in records:
         timeline += shifted(events, offset)
         offset += duration
@@ -192,12 +247,19 @@ def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[s
         if result[0] == "locals":
             namespace.update(result[1])
         elif result[0] == "value":
-            gathered.append(result[1])
+            try:  # as the comprehension would, item by item: a set fails on the first list
+                gathered.add(result[1])
+            except Exception as exc:  # no frame of the notebook's own: just the error
+                lines = [f"{type(exc).__name__}: {exc}"]
+                timeline.append((offset, "output", {
+                    "output_type": "error", "ename": type(exc).__name__, "evalue": str(exc),
+                    "traceback": lines}))
+                raise LoopFailed(f"{where}:\n" + "\n".join(lines), replay(timeline)) from None
         elif result[0] == "ops":
             for name, op, args in result[1]:
                 _apply(namespace, name, op, args)
     if plan["body"] is None:
-        namespace[GATHERED] = _as_result(plan["result"], gathered)
+        namespace[GATHERED] = gathered.value
     try:
         events, _ = run_code(plan["gather_code"], True)
     except CellFailed as failure:
@@ -216,15 +278,21 @@ class LoopFailed(Exception):
         self.outputs = outputs
 
 
-def _as_result(kind: str, gathered: list[Any]) -> Any:
-    if kind == "set":
-        result: Any = set()
-        for value in gathered:
-            result.add(value)
-        return result
-    if kind == "dict":
-        return dict(gathered)
-    return gathered
+class _Result:
+    """A comprehension's result, built item by item in the original order."""
+
+    def __init__(self, kind: str) -> None:
+        self.value: Any = set() if kind == "set" else {} if kind == "dict" else []
+        self._kind = kind
+
+    def add(self, item: Any) -> None:
+        if self._kind == "set":
+            self.value.add(item)
+        elif self._kind == "dict":
+            key, value = item
+            self.value[key] = value
+        else:
+            self.value.append(item)
 
 
 def _apply(namespace: dict[str, Any], name: str, op: str, args: tuple) -> None:
