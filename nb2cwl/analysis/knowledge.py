@@ -12,7 +12,7 @@ MUTATING_METHODS = frozenset(
         "popleft", "rotate", "intersection_update", "difference_update",
         "symmetric_difference_update", "fill", "resize", "put", "itemset", "partition",
         "setflags", "__setitem__", "__delitem__", "__iadd__", "set_index_inplace",
-        "move_to_end", "shuffle", "seed",
+        "move_to_end", "shuffle", "seed", "subtract",
     }
 )
 
@@ -67,7 +67,14 @@ MUTATING_FUNCTIONS: dict[str, tuple[int, ...]] = {
     "bisect.insort": (0,),
     "setattr": (0,),
     "delattr": (0,),
+    "next": (0,),  # advances the iterator
 }
+
+#: Decorators known to keep state between calls (a cache): calls are not independent.
+STATEFUL_DECORATORS = frozenset({"lru_cache", "cache", "cached", "memoize", "memoized"})
+
+#: Calls whose result is a one-pass iterator (with generator functions and expressions).
+ITERATOR_FACTORIES = frozenset({"iter", "map", "filter", "zip", "enumerate", "reversed", "open"})
 
 #: Heavy packages astroid must not parse to infer types (seconds each); handled syntactically.
 INFERENCE_DENYLIST = frozenset(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from astroid import nodes
 
+from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.names import item_bindings, root_name, value_roots
 from nb2cwl.analysis.state import NamespaceState
 from nb2cwl.analysis.walker import BUILTIN_NAMES, EffectWalker, TypeInferrer
@@ -206,11 +207,18 @@ def _comprehension(
         if reducer in _SHORT_CIRCUIT:
             raise _Stop(node.lineno, f"{reducer}() may stop before the last item")
         return None  # an unknown consumer: it may expect a lazy iterator
+    if reducer is not None and any(
+            True for a in stmt.value.args[:-1] for _ in a.nodes_of_class(nodes.Call)):
+        raise _Stop(node.lineno, f"an argument of {reducer}() before the loop calls code: it "
+                                 "runs before the items, and a gather would run it after them")
     if isinstance(node, nodes.Call):  # map(f, xs)
         func, iterable = node.args
         element = f"({func.as_string()})({'__nb2cwl_item__'})"
         targets, iterables, conditions, kind = ("__nb2cwl_item__",), (iterable,), ((),), "list"
         summary = state.functions.get(func.name) if isinstance(func, nodes.Name) else None
+        if isinstance(func, nodes.Attribute) and root_name(func) not in state.imports:
+            raise _Stop(node.lineno, f"{func.as_string()} is a method of a notebook object: "
+                                     "calls may change that object, which all items share")
         if summary is not None and summary.param_mutations:
             raise _Stop(node.lineno, f"{func.name}() modifies its argument, an item of the "
                                      "collection all iterations share")
@@ -243,6 +251,8 @@ def _comprehension(
     _eager_collections(iterables, state, node.lineno)
     method, iterable_sources, targets = _method(targets, iterables, node)
     bound = _target_names(node)
+    _shared_iterators(elements, state, node.lineno)
+    _stateful_callees(elements, state, bound, node.lineno)
     fx = _isolated(elements, iterables, state, bound, infer, targets=target_nodes)
     _check_effects(fx, bound, set(), node.lineno)
     # dict keys are hashable, so in practice immutable: sharing them cannot be observed
@@ -273,7 +283,8 @@ def _comprehension(
         element=element,
         result=kind,
         gather_code=gather,
-        reads=_data_reads(fx.reads - bound, state, cell_index),
+        reads=_data_reads((fx.reads - bound) | (bound & _read_by_callees(elements, state)),
+                          state, cell_index),
         reduction=reducer,
         forced=forced,
         gpu=gpu,
@@ -360,6 +371,14 @@ def _loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: _Piece
     if not accumulators:
         return None  # nothing gathered: a loop run for its side effects stays as it is
     locals_ = _assigned(body) - set(accumulators)
+    for iterable in iterables:
+        used = {n.name for n in [iterable, *iterable.nodes_of_class(nodes.Name)]
+                if isinstance(n, nodes.Name)} & set(accumulators)
+        if used:
+            raise _Stop(iterable.lineno or stmt.lineno, f"the loop's collection reads "
+                        f"{sorted(used)[0]}, which the iterations add to")
+    _shared_iterators(body, state, stmt.lineno)
+    _stateful_callees(body, state, bound | locals_, stmt.lineno)
     fx = _isolated(body, tuple(iterables), state, bound, infer, statements=True,
                    targets=tuple(target_nodes))
     carried = (fx.reads & locals_) - bound
@@ -371,6 +390,10 @@ def _loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: _Piece
         line = _other_use(body, name)
         if line:
             raise _Stop(line, f"the loop reads {name}, which earlier iterations change")
+    indirect = sorted(set(accumulators) & _read_by_callees(body, state))
+    if indirect:
+        raise _Stop(stmt.lineno, f"a function the loop calls reads {indirect[0]}, which "
+                                 "earlier iterations change")
     _check_effects(fx, bound | locals_, set(accumulators), stmt.lineno)
     _check_shared_results(_accumulated_values(body, set(accumulators)), bound | locals_,
                           tuple(iterables), stmt.lineno, locals_)
@@ -449,7 +472,8 @@ def _accumulation_target(node: nodes.NodeNG) -> str | None:
     if isinstance(node, nodes.Expr) and isinstance(node.value, nodes.Call):
         func = node.value.func
         if (isinstance(func, nodes.Attribute) and func.attrname in _ACCUMULATING_METHODS
-                and isinstance(func.expr, nodes.Name)):
+                and isinstance(func.expr, nodes.Name) and not node.value.keywords
+                and not any(isinstance(a, nodes.Starred) for a in node.value.args)):
             return func.expr.name
     if isinstance(node, nodes.Assign) and len(node.targets) == 1:
         target = node.targets[0]
@@ -564,7 +588,7 @@ class _RecordAccumulations(ast.NodeTransformer):
         if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
                 and target.value.id in self.accumulators):
             return self._record(node, ast.Constant(target.value.id), ast.Constant("setitem"),
-                                ast.Tuple([target.slice, node.value], ast.Load()))
+                                ast.Tuple([_key(target.slice), node.value], ast.Load()))
         return node
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
@@ -577,8 +601,19 @@ class _RecordAccumulations(ast.NodeTransformer):
                 and target.value.id in self.accumulators):
             return self._record(node, ast.Constant(target.value.id),
                                 ast.Constant("isetitem:" + op),
-                                ast.Tuple([target.slice, node.value], ast.Load()))
+                                ast.Tuple([_key(target.slice), node.value], ast.Load()))
         return node
+
+
+def _key(index: ast.expr) -> ast.expr:
+    """A subscript's index as a value: `a:b` is only syntax there, `slice(a, b)` is a value."""
+    if isinstance(index, ast.Slice):
+        parts = [index.lower, index.upper, index.step]
+        return ast.Call(ast.Name("slice", ast.Load()),
+                        [p if p is not None else ast.Constant(None) for p in parts], [])
+    if isinstance(index, ast.Tuple):
+        return ast.Tuple([_key(e) for e in index.elts], ast.Load())
+    return index
 
 
 # --- shared checks -------------------------------------------------------------------------
@@ -611,6 +646,28 @@ def _isolated(parts: list[nodes.NodeNG], iterables: tuple[nodes.NodeNG, ...],
         for part in parts:
             walker.expression(part)
     return walker.fx
+
+
+def _read_by_callees(parts: list[nodes.NodeNG], state: NamespaceState) -> set[str]:
+    """Globals the notebook's functions called here read, following their own calls.
+
+    A comprehension's variable is local to it: a function it calls that reads a global of the
+    same name reads the global, which the map job must then load.
+    """
+    pending = [n.func.name for part in parts for n in [part, *part.nodes_of_class(nodes.Call)]
+               if isinstance(n, nodes.Call) and isinstance(n.func, nodes.Name)]
+    pending += [part.name for part in parts if isinstance(part, nodes.Name)]  # map(f, xs)
+    seen: set[str] = set()
+    reads: set[str] = set()
+    while pending:
+        name = pending.pop()
+        summary = state.functions.get(name)
+        if name in seen or summary is None:
+            continue
+        seen.add(name)
+        reads |= summary.effects.reads
+        pending += [n for n in summary.effects.reads if n in state.functions]
+    return reads
 
 
 def _check_effects(fx, local: set[str], accumulators: set[str], line: int) -> None:
@@ -646,16 +703,76 @@ def _data_reads(names: set[str], state: NamespaceState, cell_index: int) -> tupl
 
 def _eager_collections(iterables: tuple[nodes.NodeNG, ...], state: NamespaceState,
                        line: int) -> None:
-    """A collection produced lazily runs code between items: its output would interleave."""
+    """A collection produced lazily runs code between items: its output would interleave.
+
+    And an iterator held by a name is one object all iterations (and later cells) share:
+    cutting it into chunks uses it up where the notebook would use it item by item.
+    """
     for iterable in iterables:
-        lazy = isinstance(iterable, nodes.GeneratorExp)
+        lazy = isinstance(iterable, nodes.GeneratorExp) or any(
+            True for _ in iterable.nodes_of_class(nodes.GeneratorExp))
         for call in iterable.nodes_of_class(nodes.Call):
-            summary = (state.functions.get(call.func.name)
-                       if isinstance(call.func, nodes.Name) else None)
-            lazy = lazy or (summary is not None and summary.is_generator)
+            named = call.func.name if isinstance(call.func, nodes.Name) else None
+            summary = state.functions.get(named) if named else None
+            lazy = lazy or (summary is not None and summary.is_generator) or (
+                named in ("map", "filter") and named not in state.functions)
         if lazy:
             raise _Stop(line, "the collection is produced item by item (a generator), so its "
                               "own work interleaves with the loop's")
+        _shared_iterators([iterable], state, line)
+
+
+def _stateful_callees(parts: list[nodes.NodeNG], state: NamespaceState, local: set[str],
+                      line: int) -> None:
+    """Calls that may keep state between items, which the analysis cannot follow.
+
+    A cache decorator or a decorator of the notebook's own (its wrapper may count or record
+    calls), a function that fills its own default value (`def f(x, seen=[])`), or a callable
+    held in a variable (a closure, a partial, an object): each call may change what the next
+    one sees.
+    """
+    calls = [n for part in parts for n in [part, *part.nodes_of_class(nodes.Call)]
+             if isinstance(n, nodes.Call) and isinstance(n.func, nodes.Name)]
+    for call in calls:
+        name = call.func.name
+        summary = state.functions.get(name)
+        where = call.lineno or line
+        if summary is None:
+            if name not in local and name not in BUILTIN_NAMES and name not in state.imports:
+                raise _Stop(where, f"{name} is a callable value (a closure, partial or object): "
+                                   "what a call changes cannot be seen")
+            continue
+        passed = set(summary.param_names[:len(call.args)]) | {
+            k.arg for k in call.keywords or () if k.arg}
+        if any(isinstance(a, nodes.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords or ()):
+            passed = set(summary.param_names)
+        kept = sorted(summary.param_mutations - passed)
+        if kept:
+            raise _Stop(where, f"{name}() changes its default value of {kept[0]}, which every "
+                               "call shares")
+    pending = [c.func.name for c in calls]
+    seen: set[str] = set()
+    while pending:
+        name = pending.pop()
+        summary = state.functions.get(name)
+        if name in seen or summary is None:
+            continue
+        seen.add(name)
+        stateful = sorted(d for d in summary.decorators
+                          if d in kb.STATEFUL_DECORATORS or d in state.functions)
+        if stateful:
+            raise _Stop(line, f"{name}() is decorated with {stateful[0]}, which may keep "
+                              "state between calls")
+        pending += [n for n in summary.effects.reads if n in state.functions]
+
+
+def _shared_iterators(parts: list[nodes.NodeNG], state: NamespaceState, line: int) -> None:
+    for part in parts:
+        for node in [part, *part.nodes_of_class(nodes.Name)]:
+            if isinstance(node, nodes.Name) and node.name in state.iterators:
+                raise _Stop(node.lineno or line, f"{node.name} is an iterator: each use takes "
+                                                 "its next items, so its uses share it")
 
 
 def _check_shared_results(values: list[nodes.NodeNG], bound: set[str],

@@ -33,6 +33,7 @@ class NamespaceState:
     const_strings: dict[str, str] = field(default_factory=dict)
     types: dict[str, str] = field(default_factory=dict)  # syntactically known value types
     immutable_items: set[str] = field(default_factory=set)  # collections of numbers/strings
+    iterators: set[str] = field(default_factory=set)  # one-pass: using them uses them up
     aliases: dict[str, frozenset[str]] = field(default_factory=dict)
     star_imports: list[Definition] = field(default_factory=list)
 
@@ -66,3 +67,4 @@ class NamespaceState:
         self.const_strings.pop(name, None)
         self.types.pop(name, None)
         self.immutable_items.discard(name)
+        self.iterators.discard(name)

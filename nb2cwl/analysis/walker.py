@@ -100,6 +100,10 @@ class EffectWalker(FileEffects, ValueTypes):
         self.expression(node.value)
         for target in node.targets:
             self.target(target, node.value)
+        names = [t.name for t in node.targets if isinstance(t, nodes.AssignName)]
+        if len(names) > 1 and not self.function_mode:  # `a = b = []`: one object, two names
+            for other in names[1:]:
+                self.state.link(names[0], other)
 
     def _stmt_AnnAssign(self, node: nodes.AnnAssign) -> None:
         if node.value is not None:
@@ -332,6 +336,8 @@ class EffectWalker(FileEffects, ValueTypes):
             state.types[name] = known
         if self._immutable_items(value):
             state.immutable_items.add(name)
+        if self._one_pass(value):
+            state.iterators.add(name)
         if isinstance(value, nodes.Lambda):
             state.functions[name] = summarize_function(value, state, self.cell_index, set())
         for other in value_roots(value):
@@ -352,6 +358,19 @@ class EffectWalker(FileEffects, ValueTypes):
             return False  # its items are numbers or strings: sharing them changes nothing
         # pandas 3 copies on write: what is derived from a frame never changes the frame
         return not (known in ("pandas.DataFrame", "pandas.Series") and _PANDAS_COPIES_ON_WRITE)
+
+    def _one_pass(self, value: nodes.NodeNG) -> bool:
+        """The value is an iterator: whoever iterates it, or calls next() on it, uses it up."""
+        if isinstance(value, nodes.GeneratorExp):
+            return True
+        if not isinstance(value, nodes.Call):
+            return False
+        qualified = self.qualify(value.func)
+        if qualified in kb.ITERATOR_FACTORIES or (qualified or "").startswith("itertools."):
+            return True
+        summary = (self.state.functions.get(value.func.name)
+                   if isinstance(value.func, nodes.Name) else None)
+        return summary is not None and summary.is_generator
 
     def _immutable_items(self, value: nodes.NodeNG) -> bool:
         """A collection whose items are all numbers or strings: range(...), [1, 'a'], ..."""
@@ -477,6 +496,7 @@ class EffectWalker(FileEffects, ValueTypes):
             return
         if isinstance(node, nodes.Name):
             self.read(node.name)
+            self._uses_up(node)
         elif isinstance(node, nodes.Const):
             if isinstance(node.value, str) and looks_like_path(node.value):
                 self.fx.literals.add(node.value)
@@ -532,10 +552,17 @@ class EffectWalker(FileEffects, ValueTypes):
         finally:
             self.item_roots = saved
 
+    def _uses_up(self, node: nodes.Name) -> None:
+        """Iterating an iterator, or passing it on, takes its items: it changes."""
+        if not self.function_mode and node.name in self.state.iterators:
+            self.mutate(node.name, node.lineno or 0, f"{node.name} is an iterator: using it "
+                                                     "takes its items")
+
     def _comp_expr(self, node: nodes.NodeNG, bound: set[str]) -> None:
         if isinstance(node, nodes.Name):
             if node.name not in bound:
                 self.read(node.name)
+                self._uses_up(node)
             return
         if isinstance(node, nodes.NamedExpr):  # := in a comprehension binds outside it
             self._comp_expr(node.value, bound)
@@ -573,6 +600,14 @@ class EffectWalker(FileEffects, ValueTypes):
             for position in kb.MUTATING_FUNCTIONS[qualified]:
                 if position < len(node.args):
                     self.mutate_expr(node.args[position], line, f"{qualified}()")
+        if qualified and qualified.startswith("numpy.") and qualified.endswith(".at") and (
+                node.args):  # np.add.at(a, i, 1) changes a in place
+            self.mutate_expr(node.args[0], line, f"{qualified}()")
+        for keyword in node.keywords or ():
+            if keyword.arg == "out":  # numpy's out=: the result is written into that array
+                self.mutate_expr(keyword.value, line, f"out= of {qualified or 'a call'}")
+            elif keyword.arg == "file" and qualified == "print":
+                self.mutate_expr(keyword.value, line, "print(file=...) writes to it")
         if isinstance(func, nodes.Name):
             self._user_call(func.name, node, line)
         elif isinstance(func, nodes.Attribute):
@@ -698,12 +733,21 @@ def summarize_function(
         walker.statements(node.body)
     name = getattr(node, "name", "<lambda>")
     decorators = frozenset(
-        d.attrname if isinstance(d, nodes.Attribute) else getattr(d, "name", "")
+        _decorator_name(d)
         for d in (node.decorators.nodes if getattr(node, "decorators", None) else []))
     generator = isinstance(node, nodes.FunctionDef) and node.is_generator()
     return FunctionSummary(name, cell_index, walker.fx, tuple(params),
                            frozenset(walker.param_mutations), decorators=decorators,
                            is_generator=generator)
+
+
+def _decorator_name(decorator: nodes.NodeNG) -> str:
+    """`functools.lru_cache(maxsize=None)` -> "lru_cache"."""
+    if isinstance(decorator, nodes.Call):
+        decorator = decorator.func
+    if isinstance(decorator, nodes.Attribute):
+        return decorator.attrname
+    return getattr(decorator, "name", "")
 
 
 def summarize_class(

@@ -1,0 +1,152 @@
+"""Loops that look independent but are not, and scattered loops whose gather must be exact.
+
+Each case here was a silently wrong workflow (or a failure where Jupyter runs) found by an
+adversarial review: the loop was scattered and its outputs differed from Jupyter's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from equivalence import run_with_nbclient, run_with_workflow
+from test_cli import notebook
+
+from nb2cwl.cli import main
+
+WORK = "def f(x):\n    return x * 3 + 1\nxs = list(range(1, 12))"
+
+#: (label, cells after WORK, words the fallback reason of the last cell must contain)
+STAYS_SEQUENTIAL = [
+    ("next() on a shared iterator", ["it = iter('abcdefghijk')",
+                                    "r = [f(x) + ord(next(it)) for x in xs]"], ("iterator",)),
+    ("an iterator as the collection", ["it = iter(xs)", "r = [f(v) for v in it]"],
+     ("iterator",)),
+    ("one iterator zipped with itself", ["it = iter(xs)",
+                                         "r = [f(a) + b for a, b in zip(it, it)]"],
+     ("iterator",)),
+    ("an iterator as the inner collection", ["it = iter([10, 20, 30])",
+                                             "r = [f(x) + y for x in xs for y in it]"],
+     ("iterator",)),
+    ("a lazy map() that prints", ["def noisy(v):\n    print('gen', v)\n    return v",
+                                  "ys = []\nfor v in map(noisy, xs):\n    ys.append(f(v))"],
+     ("item by item",)),
+    ("a generator inside enumerate()", ["zs = []\nfor i, v in enumerate(x for x in xs):\n"
+                                        "    zs.append(f(v))"], ("item by item",)),
+    ("a reducer argument that runs code first",
+     ["import functools\ndef pick():\n    print('pick')\n    return lambda a, b: a - b",
+      "r = functools.reduce(pick(), [f(x) for x in xs])"], ("argument of",)),
+    ("numpy's ufunc.at", ["import numpy as np\nhist = np.zeros(3, dtype=int)",
+                          "ys = []\nfor x in xs:\n    np.add.at(hist, x % 3, 1)\n"
+                          "    ys.append(f(x))"], ("modifies hist",)),
+    ("numpy's out=", ["import numpy as np\nacc = np.zeros(2)",
+                      "ys = []\nfor x in xs:\n    np.add(acc, x, out=acc)\n    ys.append(f(x))"],
+     ("modifies acc",)),
+    ("print(file=...)", ["import io\nbuf = io.StringIO()",
+                         "ys = []\nfor x in xs:\n    print(x, file=buf)\n    ys.append(f(x))"],
+     ("modifies buf",)),
+    ("a function filling its default value",
+     ["def work(x, cache={}):\n    cache[x] = x\n    return len(cache)",
+      "r = [work(x) for x in xs]"], ("default value of cache",)),
+    ("a closure held in a variable",
+     ["def make():\n    n = [0]\n    def step(x):\n        n[0] += 1\n        return x + n[0]\n"
+      "    return step\ng = make()", "r = [g(x) for x in xs]"], ("callable value",)),
+    ("a cached function", ["import functools\n@functools.lru_cache(maxsize=None)\n"
+                           "def cached(x):\n    return f(x)", "r = [cached(x) for x in xs]"],
+     ("lru_cache",)),
+    ("a decorator of the notebook's own",
+     ["calls = []\ndef counted(fn):\n    def wrapper(*a):\n        calls.append(a)\n"
+      "        return fn(*a)\n    return wrapper\n@counted\ndef work(x):\n    return f(x)",
+      "r = [work(x) for x in xs]"], ("decorated with counted",)),
+    ("a collection the loop appends to",
+     ["out = []\nqueue = [1]\nfor n in queue:\n    out.append(f(n))\n    if n < 20:\n"
+      "        queue.append(n * 2)"], ("collection reads queue",)),
+    ("a called function reading the accumulator",
+     ["def work(x):\n    return x * 100 + len(results)",
+      "results = []\nfor x in xs:\n    results.append(work(x))"], ("reads results",)),
+    ("map() over a method of a notebook object",
+     ["class Acc:\n    def __init__(self):\n        self.n = 0\n    def feed(self, x):\n"
+      "        self.n += 1\n        return f(x) + self.n\nacc = Acc()",
+      "r = list(map(acc.feed, xs))"], ("method of a notebook object",)),
+    ("Counter.subtract", ["from collections import Counter\nc = Counter()",
+                          "ys = []\nfor x in xs:\n    ys.append(f(x))\n    c.subtract([x % 2])"],
+     ("modifies c",)),
+    # not an accumulation: a loop run for what it changes, which is not even a candidate
+    ("update() with keywords", ["d = {}", "for x in xs:\n    d.update(last=f(x))"], ()),
+]
+
+
+def _explain(path: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+    capsys.readouterr()
+    assert main(["explain", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("label, cells, words", STAYS_SEQUENTIAL,
+                         ids=[case[0] for case in STAYS_SEQUENTIAL])
+def test_stays_sequential_with_the_reason(label: str, cells: list[str], words: tuple[str, ...],
+                                          tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    path = notebook(tmp_path / "n.ipynb", [WORK, *cells], markdown_first=False)
+    data = _explain(path, capsys)
+    assert data["skeletons"] == [], label
+    if not words:
+        return
+    last = len(cells)
+    reasons = [f["reason"] for f in data["fallbacks"] if f["cell"] == last]
+    assert reasons, f"{label}: no fallback for cell {last}: {data['fallbacks']}"
+    for word in words:
+        assert word in reasons[0], (label, reasons[0])
+
+
+#: Scattered, with outputs that must match Jupyter's exactly (run with 3 chunks).
+SCATTERED_CELLS = [
+    WORK,
+    # a name the cell binds before the loop and reads after it
+    "import math\nk = 5\nr = [f(v) for v in xs]\nprint(r, k, math.floor(2.5))",
+    # slice assignment in the body
+    "out = [0] * 11\nfor i, x in enumerate(xs):\n    out[i:i + 1] = [f(x)]\nprint(out)",
+    # extend() takes a lazy argument's items when called, in the item's own output
+    "def noisy(v):\n    print('noisy', v)\n    return v",
+    "ys = []\nfor x in xs:\n    print('item', x)\n    ys.extend(map(noisy, [f(x)]))\nprint(ys)",
+    "ws = []\nfor x in xs:\n    ws.extend(f(v) for v in range(x % 3))\nprint(ws)",
+    # a comprehension's variable is its own: the global of the same name keeps its value
+    "x = 10\ndef work(p):\n    return p + x",
+    "r = [work(x) for x in range(4)]\nprint(r)",
+    "r = [work(x) + y for x in range(3) for y in [100, 200] if y > x]\nprint(r)",
+    "r = sorted({work(a) * b for a, b in zip(range(4), range(4))})\nprint(r, x)",
+    # two names for one list, made by a chained assignment (kept together between steps)
+    "ys2 = zs2 = []",
+    "for v in xs:\n    ys2.append(f(v))",
+    "print(zs2, ys2 is zs2)",
+    # an iterator used up by a loop is used up in later cells too
+    "it = iter(xs)",
+    "r = [f(v) for v in it]",
+    "print(list(it))",
+]
+
+
+@pytest.mark.streamflow
+def test_scattered_cells_match_jupyter(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    path = notebook(tmp_path / "s.ipynb", SCATTERED_CELLS, markdown_first=False)
+    data = _explain(path, capsys)
+    scattered = {int(line.split(":")[0].split()[1]) for line in data["skeletons"]}
+    assert scattered == {1, 2, 4, 5, 7, 8, 9}  # not the aliased list, not the iterator
+    jupyter = run_with_nbclient(path, tmp_path / "jupyter")
+    workflow, _ = run_with_workflow(path, tmp_path / "workflow", "--chunks", "3")
+    assert workflow == jupyter
+
+
+@pytest.mark.streamflow
+def test_unhashable_item_fails_where_jupyter_does(tmp_path: Path) -> None:
+    """A set comprehension fails at its first unhashable item, after that item's output."""
+    path = notebook(tmp_path / "u.ipynb", [
+        WORK, "def loud(v):\n    print('item', v)\n    return [v] if v == 3 else f(v)",
+        "s = {loud(x) for x in xs}\nprint(s)"], markdown_first=False)
+    jupyter = run_with_nbclient(path, tmp_path / "jupyter", allow_errors=True)
+    workflow, _ = run_with_workflow(path, tmp_path / "workflow", "--chunks", "3",
+                                    expect_failure=True)
+    assert workflow == jupyter
+    assert "unhashable" in workflow[2][0]
