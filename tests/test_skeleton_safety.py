@@ -150,3 +150,16 @@ def test_unhashable_item_fails_where_jupyter_does(tmp_path: Path) -> None:
                                     expect_failure=True)
     assert workflow == jupyter
     assert "unhashable" in workflow[2][0]
+
+
+@pytest.mark.streamflow
+def test_results_that_cannot_travel_fail_promptly(tmp_path: Path) -> None:
+    """Generators as results: the map jobs cannot save them. With more chunks than cores, a
+    job ending without its results file could leave StreamFlow waiting forever."""
+    path = notebook(tmp_path / "g.ipynb", [
+        WORK, "def gen(v):\n    yield v", "r = [gen(f(x)) for x in xs]\nprint(len(r))"],
+        markdown_first=False)
+    workflow, _ = run_with_workflow(path, tmp_path / "workflow", "--chunks", "3",
+                                    expect_failure=True)
+    assert "cannot pickle 'generator'" in workflow[2][0]
+    assert "--no-scatter" in workflow[2][0]

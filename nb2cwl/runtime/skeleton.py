@@ -105,8 +105,18 @@ def run_items(plan: dict[str, Any], namespace: dict[str, Any], chunk_files: list
         keep = {n: namespace[n] for n in plan.get("keep_locals", []) if n in namespace}
         if records and keep:
             records.append((records[-1][0] + (1,), [], 0.0, ("locals", keep)))
-    values.dump_object(records, os.path.join(out, "results.pkl"), replayable,
-                       "the results of the loop")
+    path = os.path.join(out, "results.pkl")
+    try:
+        values.dump_object(records, path, replayable, "the results of the loop")
+    except values.TransferError as exc:
+        # the job must still leave its results file: StreamFlow 0.2.0rc3 can hang when a
+        # scattered job ends without its outputs while others wait. The gather shows the error.
+        first = records[0][0] if records else (chunks[0][0][0] if chunks[0] else 0,)
+        message = f"{exc} The loop ran split over several processes: --no-scatter runs it in one."
+        shown = {"output_type": "error", "ename": type(exc).__name__, "evalue": message,
+                 "traceback": [message]}
+        values.dump_object([(first, [(0.0, "output", shown)], 0.0, ("error", message))], path,
+                           set(), "the results of the loop")
 
 
 def _taken(op: str, args: tuple) -> tuple:
