@@ -178,3 +178,23 @@ def test_star_import_that_shadows_a_builtin_matches_jupyter(tmp_path: Path) -> N
     jupyter = run_with_nbclient(path, tmp_path / "jupyter")
     workflow, _ = run_with_workflow(path, tmp_path / "workflow")
     assert workflow == jupyter
+
+
+@pytest.mark.streamflow
+def test_modules_beside_the_notebook_import_in_every_step(tmp_path: Path) -> None:
+    """`import helper` finds helper.py beside the notebook, as in the kernel, in the cell that
+    imports it and in later steps that replay the import."""
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "helper.py").write_text("def work(x):\n    return x * x\n")
+    (source / "tools").mkdir()
+    (source / "tools" / "__init__.py").write_text("SCALE = 3\n")
+    path = notebook(source / "m.ipynb", [
+        "import helper\nfrom tools import SCALE\nprint(helper.work(2))",
+        "values = [helper.work(x) * SCALE for x in range(4)]",
+        "print(values, helper.work(5))",
+    ], markdown_first=False)
+    jupyter = run_with_nbclient(path, tmp_path / "jupyter", beside=("helper.py", "tools"))
+    workflow, _ = run_with_workflow(path, tmp_path / "workflow", beside=("helper.py", "tools"))
+    assert workflow == jupyter
+    assert "[0, 3, 12, 27] 25" in workflow[2][0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 from dataclasses import dataclass, field
 
@@ -116,6 +117,11 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
             if source is not None:
                 needed[state] = source[1]  # type: ignore[assignment]
         _file_inputs(cell, file_writer, opaque_writers, notebook_dir, needed, external)
+        for key in _local_modules([*cell.definitions.values(), *replay.values()], notebook_dir):
+            path = key.rstrip("/")
+            if path not in file_writer:  # `import helper` finds helper.py beside the notebook
+                external[path] = "Directory" if key.endswith("/") else "File"
+                needed[f"file:{path}"] = None
         flow.rebuild.sort(key=lambda item: item[0])  # what a pipeline is built from comes first
         flow.inputs = [Input(var, producer) for var, producer in needed.items()]
         flow.replay = _ordered(replay)
@@ -200,6 +206,33 @@ def _file_inputs(
             needed[f"file:{key}"] = writer
         if last_opaque is not None:
             needed[ANY_FILE] = last_opaque
+
+
+def _local_modules(definitions: list[Definition], notebook_dir: str) -> list[str]:
+    """Modules the imports among `definitions` find beside the notebook, as Jupyter does.
+
+    The kernel runs in the notebook's folder, so `import helper` imports helper.py (or the
+    package helper/) from there: a step importing it needs that file in its own folder.
+    """
+    found: list[str] = []
+    for definition in definitions:
+        try:
+            tree = ast.parse(definition.code)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                for key in (f"{top}.py", f"{top}/"):
+                    if os.path.exists(os.path.join(notebook_dir, key)) and key not in found:
+                        found.append(key)
+    return found
 
 
 def _glob_root(path: str) -> str:

@@ -56,6 +56,7 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     namespace = _user_namespace(_mentions_ipython(spec))
     trainer = _trainer(plan, namespace)  # before any TF op
     _stage_files(spec, args, root)
+    sys.path.insert(0, root)  # as in the kernel: modules beside the notebook import
     before = files.snapshot(root)
     definitions = {d["key"]: d for d in spec.get("definitions", [])}
     done: set[str] = set()
