@@ -72,6 +72,15 @@ STAYS_SEQUENTIAL = [
     ("Counter.subtract", ["from collections import Counter\nc = Counter()",
                           "ys = []\nfor x in xs:\n    ys.append(f(x))\n    c.subtract([x % 2])"],
      ("modifies c",)),
+    ("module state set in a called function",
+     ["import os\ndef work(x):\n    os.environ['LAST'] = str(x)\n    return f(x)",
+      "r = [work(x) for x in xs]"], ("module os",)),
+    ("numpy print options", ["import numpy as np",
+                             "ys = []\nfor x in xs:\n    np.set_printoptions(precision=2)\n"
+                             "    ys.append(f(x))"], ("set_printoptions",)),
+    ("a warning (shown once per place)",
+     ["import warnings\ndef work(x):\n    warnings.warn('odd')\n    return f(x)",
+      "r = [work(x) for x in xs]"], ("module warnings",)),
     # not an accumulation: a loop run for what it changes, which is not even a candidate
     ("update() with keywords", ["d = {}", "for x in xs:\n    d.update(last=f(x))"], ()),
 ]

@@ -30,6 +30,7 @@ class Effects:
     # (line, what): code whose reads and writes of globals cannot be known (exec, globals())
     opaque_namespace: list[tuple[int, str]] = field(default_factory=list)
     notes: list[tuple[int, str]] = field(default_factory=list)  # (line, explanation)
+    module_state: set[str] = field(default_factory=set)  # modules whose settings it changes
 
     def merge(self, other: Effects) -> None:
         """Add `other`'s effects to these."""
@@ -45,6 +46,7 @@ class Effects:
         self.opaque_reads.extend(other.opaque_reads)
         self.opaque_namespace.extend(other.opaque_namespace)
         self.notes.extend(other.notes)
+        self.module_state |= other.module_state
 
 
 @dataclass

@@ -70,6 +70,16 @@ MUTATING_FUNCTIONS: dict[str, tuple[int, ...]] = {
     "next": (0,),  # advances the iterator
 }
 
+#: Calls that change a module's global state (settings, registries, the environment).
+MODULE_STATE_SETTERS = frozenset(
+    {"numpy.set_printoptions", "numpy.seterr", "pandas.set_option", "pandas.reset_option",
+     "warnings.warn", "warnings.filterwarnings", "warnings.simplefilter",
+     "warnings.resetwarnings", "os.chdir", "os.putenv", "os.unsetenv",
+     "sys.setrecursionlimit", "locale.setlocale", "logging.basicConfig",
+     "logging.disable", "matplotlib.rc", "matplotlib.use", "matplotlib.pyplot.rc",
+     "decimal.setcontext", "socket.setdefaulttimeout"}
+)
+
 #: Decorators known to keep state between calls (a cache): calls are not independent.
 STATEFUL_DECORATORS = frozenset({"lru_cache", "cache", "cached", "memoize", "memoized"})
 

@@ -264,6 +264,9 @@ class EffectWalker(FileEffects, ValueTypes):
         elif isinstance(node, nodes.Starred):
             self.target(node.value, value)
         elif isinstance(node, nodes.AssignAttr):
+            if root_name(node.expr) in self.state.imports and not (
+                    self.function_mode and root_name(node.expr) in self.locals):
+                self.fx.module_state.add(root_name(node.expr))  # np.some_setting = v
             if root_name(node.expr) in self.state.imports and not self.function_mode:
                 self.fx.opaque_namespace.append((node.lineno, "an attribute store on a module "
                                                               "changes state no step can pass on"))
@@ -271,6 +274,9 @@ class EffectWalker(FileEffects, ValueTypes):
             self.mutate_expr(node.expr, node.lineno, f"attribute store .{node.attrname}")
             self._link_value(node.expr, value)
         elif isinstance(node, nodes.Subscript):
+            root = root_name(node.value)
+            if root in self.state.imports and not (self.function_mode and root in self.locals):
+                self.fx.module_state.add(root)  # os.environ[k] = v
             self.expression(node.value)
             self.expression(node.slice)
             self.mutate_expr(node.value, node.lineno, "item store")
@@ -600,6 +606,8 @@ class EffectWalker(FileEffects, ValueTypes):
             for position in kb.MUTATING_FUNCTIONS[qualified]:
                 if position < len(node.args):
                     self.mutate_expr(node.args[position], line, f"{qualified}()")
+        if qualified in kb.MODULE_STATE_SETTERS:
+            self.fx.module_state.add(qualified.split(".")[0])
         if qualified and qualified.startswith("numpy.") and qualified.endswith(".at") and (
                 node.args):  # np.add.at(a, i, 1) changes a in place
             self.mutate_expr(node.args[0], line, f"{qualified}()")
