@@ -650,25 +650,31 @@ def _isolated(parts: list[nodes.NodeNG], iterables: tuple[nodes.NodeNG, ...],
     return walker.fx
 
 
-def _read_by_callees(parts: list[nodes.NodeNG], state: NamespaceState) -> set[str]:
-    """Globals the notebook's functions called here read, following their own calls.
-
-    A comprehension's variable is local to it: a function it calls that reads a global of the
-    same name reads the global, which the map job must then load.
-    """
+def _callees(parts: list[nodes.NodeNG], state: NamespaceState):
+    """The notebook's functions the code calls, and those they call in turn (late bound)."""
     pending = [n.func.name for part in parts for n in [part, *part.nodes_of_class(nodes.Call)]
                if isinstance(n, nodes.Call) and isinstance(n.func, nodes.Name)]
     pending += [part.name for part in parts if isinstance(part, nodes.Name)]  # map(f, xs)
     seen: set[str] = set()
-    reads: set[str] = set()
     while pending:
         name = pending.pop()
         summary = state.functions.get(name)
         if name in seen or summary is None:
             continue
         seen.add(name)
-        reads |= summary.effects.reads
+        yield summary
         pending += [n for n in summary.effects.reads if n in state.functions]
+
+
+def _read_by_callees(parts: list[nodes.NodeNG], state: NamespaceState) -> set[str]:
+    """Globals the notebook's functions called here read, following their own calls.
+
+    A comprehension's variable is local to it: a function it calls that reads a global of the
+    same name reads the global, which the map job must then load.
+    """
+    reads: set[str] = set()
+    for summary in _callees(parts, state):
+        reads |= summary.effects.reads
     return reads
 
 
@@ -753,20 +759,12 @@ def _stateful_callees(parts: list[nodes.NodeNG], state: NamespaceState, local: s
         if kept:
             raise _Stop(where, f"{name}() changes its default value of {kept[0]}, which every "
                                "call shares")
-    pending = [c.func.name for c in calls]
-    seen: set[str] = set()
-    while pending:
-        name = pending.pop()
-        summary = state.functions.get(name)
-        if name in seen or summary is None:
-            continue
-        seen.add(name)
+    for summary in _callees(parts, state):
         stateful = sorted(d for d in summary.decorators
                           if d in kb.STATEFUL_DECORATORS or d in state.functions)
         if stateful:
-            raise _Stop(line, f"{name}() is decorated with {stateful[0]}, which may keep "
-                              "state between calls")
-        pending += [n for n in summary.effects.reads if n in state.functions]
+            raise _Stop(line, f"{summary.name}() is decorated with {stateful[0]}, which may "
+                              "keep state between calls")
 
 
 def _module_state(parts: list[nodes.NodeNG], state: NamespaceState, line: int) -> None:
@@ -796,20 +794,11 @@ def _module_state(parts: list[nodes.NodeNG], state: NamespaceState, line: int) -
                 if root in state.imports and storing:
                     raise _Stop(node.lineno or line, f"the loop changes {node.as_string()}, "
                                                      "module state each process has its own of")
-    pending = [n.func.name for part in parts for n in [part, *part.nodes_of_class(nodes.Call)]
-               if isinstance(n, nodes.Call) and isinstance(n.func, nodes.Name)]
-    seen: set[str] = set()
-    while pending:
-        name = pending.pop()
-        summary = state.functions.get(name)
-        if name in seen or summary is None:
-            continue
-        seen.add(name)
+    for summary in _callees(parts, state):
         changed = sorted(summary.effects.module_state)
         if changed:
-            raise _Stop(line, f"{name}() changes state of the module {changed[0]}, which each "
-                              "process has its own of")
-        pending += [n for n in summary.effects.reads if n in state.functions]
+            raise _Stop(line, f"{summary.name}() changes state of the module {changed[0]}, "
+                              "which each process has its own of")
 
 
 def _shared_iterators(parts: list[nodes.NodeNG], state: NamespaceState, line: int) -> None:
