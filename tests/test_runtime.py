@@ -198,3 +198,13 @@ def test_modules_beside_the_notebook_import_in_every_step(tmp_path: Path) -> Non
     workflow, _ = run_with_workflow(path, tmp_path / "workflow", beside=("helper.py", "tools"))
     assert workflow == jupyter
     assert "[0, 3, 12, 27] 25" in workflow[2][0]
+
+
+@pytest.mark.streamflow
+def test_a_module_a_cell_writes_imports_in_a_later_step(tmp_path: Path) -> None:
+    path = notebook(tmp_path / "w.ipynb", [
+        "%%writefile helper2.py\ndef work(x):\n    return x * 7\n",
+        "import helper2\nprint(helper2.work(6))",
+    ], markdown_first=False)
+    workflow, _ = run_with_workflow(path, tmp_path / "workflow")
+    assert workflow[1] == ["stdout: 42\n"]

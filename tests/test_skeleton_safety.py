@@ -81,9 +81,39 @@ STAYS_SEQUENTIAL = [
     ("a warning (shown once per place)",
      ["import warnings\ndef work(x):\n    warnings.warn('odd')\n    return f(x)",
       "r = [work(x) for x in xs]"], ("module warnings",)),
+    ("map() over a closure held in a variable",
+     ["def make():\n    n = [0]\n    def step(x):\n        n[0] += 1\n        return x + n[0]\n"
+      "    return step\ng = make()", "r = list(map(g, xs))"], ("callable value",)),
+    ("a default filled after *args",
+     ["def h(*vals, seen=[]):\n    seen.append(1)\n    return f(vals[0]) + len(seen)",
+      "r = [h(x + 1) for x in xs]"], ("default value of seen",)),
     # not an accumulation: a loop run for what it changes, which is not even a candidate
     ("update() with keywords", ["d = {}", "for x in xs:\n    d.update(last=f(x))"], ()),
 ]
+
+
+#: Safe loops that the checks above must not keep sequential (cells after WORK).
+STILL_SCATTERED = [
+    ("a None default replaced inside",
+     ["def work(x, cfg=None):\n    if cfg is None:\n        cfg = {}\n    cfg['k'] = 2\n"
+      "    return f(x) + cfg['k']", "r = [work(x) for x in xs]"]),
+    ("next() of a fresh iterator", ["ds = [{x: 1} for x in xs]",
+                                    "r = [f(next(iter(d))) for d in ds]"]),
+    ("sorted() of a lazy map", ["words = ['b', 'A', 'a', 'c']",
+                                "out = []\nfor w in sorted(set(map(str.lower, words))):\n"
+                                "    out.append(f(len(w)))"]),
+    ("a loop variable named like an earlier iterator", ["e = enumerate(xs)",
+                                                         "r = [f(e) for e in xs]"]),
+]
+
+
+@pytest.mark.parametrize("label, cells", STILL_SCATTERED, ids=[c[0] for c in STILL_SCATTERED])
+def test_safe_loops_still_scatter(label: str, cells: list[str], tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    path = notebook(tmp_path / "n.ipynb", [WORK, *cells], markdown_first=False)
+    data = _explain(path, capsys)
+    assert any(line.startswith(f"cell {len(cells)}:") for line in data["skeletons"]), (
+        label, data["fallbacks"])
 
 
 def _explain(path: Path, capsys: pytest.CaptureFixture[str]) -> dict:

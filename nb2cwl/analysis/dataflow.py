@@ -117,9 +117,12 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
             if source is not None:
                 needed[state] = source[1]  # type: ignore[assignment]
         _file_inputs(cell, file_writer, opaque_writers, notebook_dir, needed, external)
-        for key in _local_modules([*cell.definitions.values(), *replay.values()], notebook_dir):
+        for key in _local_modules([*cell.definitions.values(), *replay.values()], notebook_dir,
+                                  set(file_writer)):
             path = key.rstrip("/")
-            if path not in file_writer:  # `import helper` finds helper.py beside the notebook
+            if path in file_writer:  # written by an earlier cell (%%writefile helper.py)
+                needed[f"file:{path}"] = file_writer[path]
+            else:  # `import helper` finds helper.py beside the notebook
                 external[path] = "Directory" if key.endswith("/") else "File"
                 needed[f"file:{path}"] = None
         flow.rebuild.sort(key=lambda item: item[0])  # what a pipeline is built from comes first
@@ -208,7 +211,8 @@ def _file_inputs(
             needed[ANY_FILE] = last_opaque
 
 
-def _local_modules(definitions: list[Definition], notebook_dir: str) -> list[str]:
+def _local_modules(definitions: list[Definition], notebook_dir: str,
+                   written: set[str]) -> list[str]:
     """Modules the imports among `definitions` find beside the notebook, as Jupyter does.
 
     The kernel runs in the notebook's folder, so `import helper` imports helper.py (or the
@@ -230,7 +234,9 @@ def _local_modules(definitions: list[Definition], notebook_dir: str) -> list[str
             for name in names:
                 top = name.split(".")[0]
                 for key in (f"{top}.py", f"{top}/"):
-                    if os.path.exists(os.path.join(notebook_dir, key)) and key not in found:
+                    there = key.rstrip("/") in written or os.path.exists(
+                        os.path.join(notebook_dir, key))
+                    if there and key not in found:
                         found.append(key)
     return found
 

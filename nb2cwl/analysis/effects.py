@@ -66,3 +66,5 @@ class FunctionSummary:
     is_class: bool = False
     decorators: frozenset[str] = frozenset()  # names of its decorators (parallel_task, ...)
     is_generator: bool = False  # calling it produces items lazily
+    positional: tuple[str, ...] = ()  # parameters a positional argument can fill, in order
+    mutable_defaults: frozenset[str] = frozenset()  # parameters defaulting to [], {}, set()...

@@ -12,7 +12,7 @@ MUTATING_METHODS = frozenset(
         "popleft", "rotate", "intersection_update", "difference_update",
         "symmetric_difference_update", "fill", "resize", "put", "itemset", "partition",
         "setflags", "__setitem__", "__delitem__", "__iadd__", "set_index_inplace",
-        "move_to_end", "shuffle", "seed", "subtract",
+        "move_to_end", "shuffle", "seed",
     }
 )
 
@@ -67,7 +67,11 @@ MUTATING_FUNCTIONS: dict[str, tuple[int, ...]] = {
     "bisect.insort": (0,),
     "setattr": (0,),
     "delattr": (0,),
-    "next": (0,),  # advances the iterator
+}
+
+#: Methods that modify values of one known type only (DataFrame.subtract returns a new frame).
+TYPE_MUTATING_METHODS: dict[str, frozenset[str]] = {
+    "collections.Counter": frozenset({"subtract"}),
 }
 
 #: Calls that change a module's global state (settings, registries, the environment).

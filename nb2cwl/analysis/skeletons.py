@@ -216,6 +216,10 @@ def _comprehension(
         element = f"({func.as_string()})({'__nb2cwl_item__'})"
         targets, iterables, conditions, kind = ("__nb2cwl_item__",), (iterable,), ((),), "list"
         summary = state.functions.get(func.name) if isinstance(func, nodes.Name) else None
+        if isinstance(func, nodes.Name) and summary is None and func.name not in (
+                BUILTIN_NAMES | set(state.imports)):
+            raise _Stop(node.lineno, f"{func.name} is a callable value (a closure, partial or "
+                                     "object): what a call changes cannot be seen")
         if isinstance(func, nodes.Attribute) and root_name(func) not in state.imports:
             raise _Stop(node.lineno, f"{func.as_string()} is a method of a notebook object: "
                                      "calls may change that object, which all items share")
@@ -251,7 +255,7 @@ def _comprehension(
     _eager_collections(iterables, state, node.lineno)
     method, iterable_sources, targets = _method(targets, iterables, node)
     bound = _target_names(node)
-    _shared_iterators(elements, state, node.lineno)
+    _shared_iterators(elements, state, node.lineno, bound)
     _stateful_callees(elements, state, bound, node.lineno)
     _module_state(elements, state, node.lineno)
     fx = _isolated(elements, iterables, state, bound, infer, targets=target_nodes)
@@ -378,7 +382,7 @@ def _loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: _Piece
         if used:
             raise _Stop(iterable.lineno or stmt.lineno, f"the loop's collection reads "
                         f"{sorted(used)[0]}, which the iterations add to")
-    _shared_iterators(body, state, stmt.lineno)
+    _shared_iterators(body, state, stmt.lineno, bound | locals_)
     _stateful_callees(body, state, bound | locals_, stmt.lineno)
     _module_state(body, state, stmt.lineno)
     fx = _isolated(body, tuple(iterables), state, bound, infer, statements=True,
@@ -717,17 +721,28 @@ def _eager_collections(iterables: tuple[nodes.NodeNG, ...], state: NamespaceStat
     cutting it into chunks uses it up where the notebook would use it item by item.
     """
     for iterable in iterables:
-        lazy = isinstance(iterable, nodes.GeneratorExp) or any(
-            True for _ in iterable.nodes_of_class(nodes.GeneratorExp))
-        for call in iterable.nodes_of_class(nodes.Call):
-            named = call.func.name if isinstance(call.func, nodes.Name) else None
-            summary = state.functions.get(named) if named else None
-            lazy = lazy or (summary is not None and summary.is_generator) or (
-                named in ("map", "filter") and named not in state.functions)
-        if lazy:
+        if _lazy(iterable, state):
             raise _Stop(line, "the collection is produced item by item (a generator), so its "
                               "own work interleaves with the loop's")
         _shared_iterators([iterable], state, line)
+
+
+def _lazy(node: nodes.NodeNG, state: NamespaceState) -> bool:
+    """The collection yields its items one by one as the loop asks (sorted(...) of one does
+    not: it takes them all first)."""
+    if isinstance(node, nodes.GeneratorExp):
+        return True
+    if not isinstance(node, nodes.Call) or not isinstance(node.func, nodes.Name):
+        return False
+    name = node.func.name
+    summary = state.functions.get(name)
+    if summary is not None:
+        return summary.is_generator
+    if name in ("map", "filter"):
+        return True
+    if name in ("enumerate", "zip", "iter", "reversed"):  # lazy when what they wrap is
+        return any(_lazy(arg, state) for arg in node.args)
+    return False
 
 
 def _stateful_callees(parts: list[nodes.NodeNG], state: NamespaceState, local: set[str],
@@ -750,12 +765,12 @@ def _stateful_callees(parts: list[nodes.NodeNG], state: NamespaceState, local: s
                 raise _Stop(where, f"{name} is a callable value (a closure, partial or object): "
                                    "what a call changes cannot be seen")
             continue
-        passed = set(summary.param_names[:len(call.args)]) | {
-            k.arg for k in call.keywords or () if k.arg}
         if any(isinstance(a, nodes.Starred) for a in call.args) or any(
                 k.arg is None for k in call.keywords or ()):
-            passed = set(summary.param_names)
-        kept = sorted(summary.param_mutations - passed)
+            continue  # *args or **kwargs may fill any parameter
+        passed = set(summary.positional[:len(call.args)]) | {
+            k.arg for k in call.keywords or () if k.arg}
+        kept = sorted((summary.param_mutations & summary.mutable_defaults) - passed)
         if kept:
             raise _Stop(where, f"{name}() changes its default value of {kept[0]}, which every "
                                "call shares")
@@ -801,10 +816,12 @@ def _module_state(parts: list[nodes.NodeNG], state: NamespaceState, line: int) -
                               "which each process has its own of")
 
 
-def _shared_iterators(parts: list[nodes.NodeNG], state: NamespaceState, line: int) -> None:
+def _shared_iterators(parts: list[nodes.NodeNG], state: NamespaceState, line: int,
+                      local: set[str] | frozenset[str] = frozenset()) -> None:
     for part in parts:
         for node in [part, *part.nodes_of_class(nodes.Name)]:
-            if isinstance(node, nodes.Name) and node.name in state.iterators:
+            if (isinstance(node, nodes.Name) and node.name in state.iterators
+                    and node.name not in local):
                 raise _Stop(node.lineno or line, f"{node.name} is an iterator: each use takes "
                                                  "its next items, so its uses share it")
 

@@ -608,6 +608,8 @@ class EffectWalker(FileEffects, ValueTypes):
                     self.mutate_expr(node.args[position], line, f"{qualified}()")
         if qualified in kb.MODULE_STATE_SETTERS:
             self.fx.module_state.add(qualified.split(".")[0])
+        if qualified == "next" and node.args and isinstance(node.args[0], nodes.Name):
+            self.mutate_expr(node.args[0], line, "next() advances the iterator")
         if qualified and qualified.startswith("numpy.") and qualified.endswith(".at") and (
                 node.args):  # np.add.at(a, i, 1) changes a in place
             self.mutate_expr(node.args[0], line, f"{qualified}()")
@@ -645,9 +647,11 @@ class EffectWalker(FileEffects, ValueTypes):
         if not summary.param_mutations:
             return
         starred = any(isinstance(a, nodes.Starred) for a in node.args)
+        rest = summary.param_mutations - set(summary.positional)  # *args and keyword-only
         for position, arg in enumerate(node.args):
-            param = summary.param_names[position] if position < len(summary.param_names) else ""
-            if starred or param in summary.param_mutations:
+            within = position < len(summary.positional)
+            if starred or (summary.positional[position] in summary.param_mutations if within
+                           else bool(rest)):
                 self.mutate_expr(arg, line, f"{name}() modifies its argument")
         for keyword in node.keywords or ():
             if keyword.arg in summary.param_mutations or keyword.arg is None:
@@ -678,6 +682,9 @@ class EffectWalker(FileEffects, ValueTypes):
         element = kind is None and not isinstance(receiver, nodes.Name)
         if element and self.state.types.get(root) in CONTAINERS_OF_KNOWN:
             kind = "numpy.ndarray"  # an element or column of an array or frame is one too
+        if method in kb.TYPE_MUTATING_METHODS.get(kind or "", ()):
+            self.mutate(root, line, f".{method}()")
+            return
         if kind is not None and (kind in kb.KNOWN_TYPES or kind in kb.IMMUTABLE_TYPES):
             return
         if kind == "module":
@@ -744,9 +751,25 @@ def summarize_function(
         _decorator_name(d)
         for d in (node.decorators.nodes if getattr(node, "decorators", None) else []))
     generator = isinstance(node, nodes.FunctionDef) and node.is_generator()
+    positional, mutable = _defaults(args)
     return FunctionSummary(name, cell_index, walker.fx, tuple(params),
                            frozenset(walker.param_mutations), decorators=decorators,
-                           is_generator=generator)
+                           is_generator=generator, positional=positional,
+                           mutable_defaults=mutable)
+
+
+def _defaults(args: nodes.NodeNG) -> tuple[tuple[str, ...], frozenset[str]]:
+    """(positional parameters, those whose default is a fresh mutable value made once)."""
+    if not isinstance(args, nodes.Arguments):
+        return (), frozenset()
+    positional = [a.name for a in [*(args.posonlyargs or []), *(args.args or [])]]
+    pairs = list(zip(reversed(positional), reversed(args.defaults or []), strict=False))
+    pairs += [(a.name, d) for a, d in zip(args.kwonlyargs or [], args.kw_defaults or [],
+                                          strict=False) if d is not None]
+    mutable = frozenset(name for name, default in pairs if isinstance(
+        default, (nodes.List, nodes.Dict, nodes.Set, nodes.Call, nodes.ListComp,
+                  nodes.DictComp, nodes.SetComp)))
+    return tuple(positional), mutable
 
 
 def _decorator_name(decorator: nodes.NodeNG) -> str:
