@@ -30,7 +30,8 @@ class Effects:
     # (line, what): code whose reads and writes of globals cannot be known (exec, globals())
     opaque_namespace: list[tuple[int, str]] = field(default_factory=list)
     notes: list[tuple[int, str]] = field(default_factory=list)  # (line, explanation)
-    module_state: set[str] = field(default_factory=set)  # modules whose settings it changes
+    # module state it changes: "os.environ", "numpy.set_printoptions", ...
+    module_state: set[str] = field(default_factory=set)
 
     def merge(self, other: Effects) -> None:
         """Add `other`'s effects to these."""

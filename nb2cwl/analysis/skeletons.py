@@ -257,7 +257,6 @@ def _comprehension(
     bound = _target_names(node)
     _shared_iterators(elements, state, node.lineno, bound)
     _stateful_callees(elements, state, bound, node.lineno)
-    _module_state(elements, state, node.lineno)
     fx = _isolated(elements, iterables, state, bound, infer, targets=target_nodes)
     _check_effects(fx, bound, set(), node.lineno)
     # dict keys are hashable, so in practice immutable: sharing them cannot be observed
@@ -384,7 +383,6 @@ def _loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: _Piece
                         f"{sorted(used)[0]}, which the iterations add to")
     _shared_iterators(body, state, stmt.lineno, bound | locals_)
     _stateful_callees(body, state, bound | locals_, stmt.lineno)
-    _module_state(body, state, stmt.lineno)
     fx = _isolated(body, tuple(iterables), state, bound, infer, statements=True,
                    targets=tuple(target_nodes))
     carried = (fx.reads & locals_) - bound
@@ -688,6 +686,10 @@ def _check_effects(fx, local: set[str], accumulators: set[str], line: int) -> No
                           "depend on the order (seed a generator per item instead)")
     if fx.file_writes or fx.opaque_io:
         raise _Stop(line, "an iteration writes files, so the order of writes matters")
+    if fx.module_state:  # each process would change its own copy
+        what = sorted(fx.module_state)[0]
+        raise _Stop(line, f"an iteration changes {what}, state of the module "
+                          f"{what.split('.')[0]} that each process has its own copy of")
     shared = sorted(fx.mutates - local - accumulators)
     if shared:
         raise _Stop(line, f"an iteration modifies {shared[0]}, which all iterations share")
@@ -780,40 +782,6 @@ def _stateful_callees(parts: list[nodes.NodeNG], state: NamespaceState, local: s
         if stateful:
             raise _Stop(line, f"{summary.name}() is decorated with {stateful[0]}, which may "
                               "keep state between calls")
-
-
-def _module_state(parts: list[nodes.NodeNG], state: NamespaceState, line: int) -> None:
-    """Per-item code, or a function it calls, that changes a module's state.
-
-    `os.environ[k] = v`, `np.set_printoptions(...)`, `warnings.warn(...)` (shown once per
-    place, so once per chunk): each process would change its own copy.
-    """
-    def qualify(func: nodes.NodeNG) -> str | None:
-        dotted = func.as_string() if isinstance(func, (nodes.Name, nodes.Attribute)) else ""
-        head, _, rest = dotted.partition(".")
-        base = state.imports.get(head)
-        return (f"{base}.{rest}" if rest else base) if base else None
-
-    for part in parts:
-        for node in [part, *part.nodes_of_class(nodes.NodeNG)]:
-            if isinstance(node, nodes.Call):
-                qualified = qualify(node.func)
-                if qualified in kb.MODULE_STATE_SETTERS:
-                    raise _Stop(node.lineno or line, f"{qualified}() changes state of its "
-                                                     "module, which each process has its own of")
-            elif isinstance(node, (nodes.AssignAttr, nodes.Subscript, nodes.DelAttr)):
-                root = root_name(node)
-                target = isinstance(node.parent, (nodes.Assign, nodes.AugAssign, nodes.Delete))
-                storing = isinstance(node, (nodes.AssignAttr, nodes.DelAttr)) or (
-                    target and node is not getattr(node.parent, "value", None))
-                if root in state.imports and storing:
-                    raise _Stop(node.lineno or line, f"the loop changes {node.as_string()}, "
-                                                     "module state each process has its own of")
-    for summary in _callees(parts, state):
-        changed = sorted(summary.effects.module_state)
-        if changed:
-            raise _Stop(line, f"{summary.name}() changes state of the module {changed[0]}, "
-                              "which each process has its own of")
 
 
 def _shared_iterators(parts: list[nodes.NodeNG], state: NamespaceState, line: int,

@@ -266,7 +266,7 @@ class EffectWalker(FileEffects, ValueTypes):
         elif isinstance(node, nodes.AssignAttr):
             if root_name(node.expr) in self.state.imports and not (
                     self.function_mode and root_name(node.expr) in self.locals):
-                self.fx.module_state.add(root_name(node.expr))  # np.some_setting = v
+                self.fx.module_state.add(f"{node.expr.as_string()}.{node.attrname}")
             if root_name(node.expr) in self.state.imports and not self.function_mode:
                 self.fx.opaque_namespace.append((node.lineno, "an attribute store on a module "
                                                               "changes state no step can pass on"))
@@ -276,7 +276,7 @@ class EffectWalker(FileEffects, ValueTypes):
         elif isinstance(node, nodes.Subscript):
             root = root_name(node.value)
             if root in self.state.imports and not (self.function_mode and root in self.locals):
-                self.fx.module_state.add(root)  # os.environ[k] = v
+                self.fx.module_state.add(node.value.as_string())  # os.environ[k] = v
             self.expression(node.value)
             self.expression(node.slice)
             self.mutate_expr(node.value, node.lineno, "item store")
@@ -482,6 +482,7 @@ class EffectWalker(FileEffects, ValueTypes):
             for mutated in sorted(fx.mutates):
                 self.mutate(mutated, 0, f"call of {name}")
             self.fx.rng |= fx.rng
+            self.fx.module_state |= fx.module_state
             self.fx.literals |= fx.literals
             self.fx.file_reads |= fx.file_reads
             self.fx.file_writes |= fx.file_writes
@@ -607,7 +608,7 @@ class EffectWalker(FileEffects, ValueTypes):
                 if position < len(node.args):
                     self.mutate_expr(node.args[position], line, f"{qualified}()")
         if qualified in kb.MODULE_STATE_SETTERS:
-            self.fx.module_state.add(qualified.split(".")[0])
+            self.fx.module_state.add(qualified)
         if qualified == "next" and node.args and isinstance(node.args[0], nodes.Name):
             self.mutate_expr(node.args[0], line, "next() advances the iterator")
         if qualified and qualified.startswith("numpy.") and qualified.endswith(".at") and (

@@ -155,52 +155,50 @@ class _Compiled:
     """The per-item code of a plan, compiled once.
 
     A loop's variables are globals, as in the notebook. A comprehension's are local to it, so
-    its per-item code runs as a function: a global of the same name, which the functions it
-    calls may read, keeps its value.
+    its per-item code (filters included) runs as a function: a global of the same name, which
+    the functions it calls may read, keeps its value.
     """
 
     def __init__(self, plan: dict[str, Any], namespace: dict[str, Any]) -> None:
-        self.body = compile(plan["body"], "<loop body>", "exec") if plan["body"] else None
-        self.conditions = [[compile(c, "<condition>", "eval") for c in group]
-                           for group in plan["conditions"]] or [[]]
-        self.bindings = [compile(f"{target} = {ITEM}", "<target>", "exec")
-                         for target in plan["targets"]]
         self.scoped: Callable[..., Any] | None = None
         self._inner: Callable[[Any], tuple] | None = None
-        if plan["body"] is None and plan["element"]:
+        if plan["body"] is None:
             exec(compile(_comprehension_source(plan), "<comprehension>", "exec"), namespace)
             self.scoped = namespace.pop(_LEVEL)
+        else:
+            self.body = compile(plan["body"], "<loop body>", "exec")
+            self.bindings = [compile(f"{target} = {ITEM}", "<target>", "exec")
+                             for target in plan["targets"]]
 
     def bind_test(self, namespace: dict[str, Any], number: int, value: Any) -> bool:
-        if self.scoped is not None:  # the outer item of a nested comprehension
+        """Take the outer item of a nested loop; False when a filter leaves it out."""
+        if self.scoped is not None:
             self._inner = self.scoped(value)
             return self._inner is not None
-        namespace[ITEM] = value
-        exec(self.bindings[number], namespace)
-        group = self.conditions[number] if number < len(self.conditions) else []
-        return all(eval(c, namespace) for c in group)
+        self._bind(namespace, number, value)
+        return True
 
     def item(self, namespace: dict[str, Any], number: int, value: Any) -> tuple:
         if self.scoped is not None:
             return self._inner(value) if number else self.scoped(value)  # type: ignore[misc]
-        if not self.bind_test(namespace, number, value):
-            return ("skip",)
-        return self.finish(namespace)
+        self._bind(namespace, number, value)
+        return self._finish(namespace)
 
     def pair(self, namespace: dict[str, Any], pair: tuple[Any, Any]) -> tuple:
         if self.scoped is not None:
             return self.scoped(*pair)
         for number, value in enumerate(pair):
-            namespace[ITEM] = value
-            exec(self.bindings[number], namespace)
-        if not all(eval(c, namespace) for c in self.conditions[0]):
-            return ("skip",)
-        return self.finish(namespace)
+            self._bind(namespace, number, value)
+        return self._finish(namespace)
 
-    def finish(self, namespace: dict[str, Any]) -> tuple:
+    def _bind(self, namespace: dict[str, Any], number: int, value: Any) -> None:
+        namespace[ITEM] = value
+        exec(self.bindings[number], namespace)
+
+    def _finish(self, namespace: dict[str, Any]) -> tuple:
         ops: list[tuple[str, str, tuple]] = []
         namespace[RECORD] = lambda name, op, args: ops.append((name, op, _taken(op, args)))
-        exec(self.body, namespace)  # type: ignore[arg-type]
+        exec(self.body, namespace)
         return ("ops", ops)
 
 
