@@ -9,11 +9,27 @@ import time
 from typing import Any
 
 _current: OutputCapture | None = None
+_runtime_figures = True  # False where matplotlib's own inline backend shows the figures
+
+
+def current() -> OutputCapture | None:
+    """The capture of the code running now, if any."""
+    return _current
+
+
+def set_runtime_figures(enabled: bool) -> None:
+    """Whether a capture shows the open figures when it ends (the plain runtime's inline
+    backend); IPython's shell has matplotlib_inline do that at the end of each cell."""
+    global _runtime_figures
+    _runtime_figures = enabled
 
 
 class _Stream(io.TextIOBase):
-    def __init__(self, capture: OutputCapture, name: str, echo: Any) -> None:
-        self._capture = capture
+    """The step's sys.stdout or sys.stderr for the whole run, as the kernel's are: text goes
+    to the running cell's capture (and to the step's log). A logging handler or any object
+    that kept `sys.stderr` in one cell still reaches the cell running later."""
+
+    def __init__(self, name: str, echo: Any) -> None:
         self._name = name
         self._echo = echo
 
@@ -23,30 +39,53 @@ class _Stream(io.TextIOBase):
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        self._capture.stream(self._name, text)
-        if self._echo is not None:
+        target = _current
+        if target is not None:
+            target.stream(self._name, text)
+        if target is None or target.echo:
             self._echo.write(text)
         return len(text)
 
     def flush(self) -> None:
-        if self._echo is not None:
-            self._echo.flush()
+        """As the kernel's streams do, send what is pending now (logging flushes each
+        record, print(..., flush=True) its text)."""
+        if _current is not None:
+            _current.flush(self._name)
+        self._echo.flush()
 
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return "utf-8"
 
+    @property
+    def name(self) -> str:
+        return f"<{self._name}>"
+
     def isatty(self) -> bool:
         return False
 
     def fileno(self) -> int:
-        return self._echo.fileno() if self._echo is not None else -1
+        return self._echo.fileno()
+
+
+_installed = False
+
+
+def _install_streams() -> None:
+    """Once per process, as the kernel does: a cell that replaces sys.stdout keeps it so."""
+    global _installed
+    if not _installed:
+        sys.stdout = _Stream("stdout", sys.stdout)
+        sys.stderr = _Stream("stderr", sys.stderr)
+        _installed = True
 
 
 #: ipykernel sends a stream's text this long after its first unsent write.
 FLUSH_INTERVAL = 0.2
 
-Event = tuple[float, str, Any]  # (seconds since the capture began, "stream"|"output", payload)
+Event = tuple[float, str, Any]  # (seconds since the capture began, kind, payload); kind is
+#                 "stream", "flush", "output", "update" (a display update) or "clear"
+DISPLAY_ID = "nb2cwl_display_id"  # kept on a display output until the notebook is written
 
 
 class OutputCapture:
@@ -60,8 +99,8 @@ class OutputCapture:
 
     def __init__(self, echo: bool = True) -> None:
         self.events: list[Event] = []
-        self._echo = echo
-        self._saved: tuple[Any, Any] | None = None
+        self.echo = echo  # also write the streams to the step's log
+        self._outer: OutputCapture | None = None
         self._start = time.monotonic()
 
     @property
@@ -76,18 +115,15 @@ class OutputCapture:
 
     def __enter__(self) -> OutputCapture:
         global _current
-        self._saved = (sys.stdout, sys.stderr)
-        sys.stdout = _Stream(self, "stdout", self._saved[0] if self._echo else None)
-        sys.stderr = _Stream(self, "stderr", self._saved[1] if self._echo else None)
-        _current = self
+        _install_streams()
+        self._outer, _current = _current, self
         return self
 
     def __exit__(self, *exc: object) -> None:
         global _current
-        flush_figures()
-        if self._saved is not None:
-            sys.stdout, sys.stderr = self._saved
-        _current = None
+        if _runtime_figures:
+            flush_figures()
+        _current = self._outer
 
     def _add(self, kind: str, payload: Any) -> None:
         self.events.append((time.monotonic() - self._start, kind, payload))
@@ -96,6 +132,11 @@ class OutputCapture:
         """Text written to stdout or stderr."""
         if text:
             self._add("stream", (name, text))
+
+    def flush(self, name: str) -> None:
+        """sys.stdout.flush() or sys.stderr.flush(): the stream's pending text is sent."""
+        if self.events and self.events[-1][1:] != ("flush", name):
+            self._add("flush", name)
 
     def result(self, value: Any, execution_count: int) -> None:
         """The value of the cell's last expression."""
@@ -109,10 +150,23 @@ class OutputCapture:
         self._add("output", {"output_type": "display_data", "data": data,
                              "metadata": metadata})
 
-    def raw_display(self, data: dict[str, Any], metadata: dict[str, Any] | None = None) -> None:
-        """A display of an already formatted MIME bundle (e.g. from a %%html cell)."""
-        self._add("output", {"output_type": "display_data", "data": data,
-                             "metadata": metadata or {}})
+    def raw_display(self, data: dict[str, Any], metadata: dict[str, Any] | None = None,
+                    display_id: str | None = None, update: bool = False) -> None:
+        """A display of an already formatted MIME bundle (IPython's display publisher, a
+        %%html cell). With `update`, it replaces the earlier displays of `display_id`."""
+        output: dict[str, Any] = {"output_type": "display_data", "data": jsonable(data),
+                                  "metadata": jsonable(metadata or {})}
+        if display_id is not None:
+            output[DISPLAY_ID] = display_id
+        self._add("update" if update else "output", output)
+
+    def output(self, output: dict[str, Any]) -> None:
+        """An output already in nbformat's shape (an execute_result or an error)."""
+        self._add("output", output)
+
+    def clear(self, wait: bool) -> None:
+        """clear_output(): drop the outputs shown so far (with `wait`, at the next output)."""
+        self._add("clear", wait)
 
     def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
         """The cell raised."""
@@ -121,21 +175,36 @@ class OutputCapture:
 
 
 def replay(events: list[Event]) -> list[dict[str, Any]]:
-    """Outputs from timed events, sent as ipykernel sends them (see OutputCapture)."""
+    """Outputs from timed events, sent as ipykernel sends them and kept as nbclient keeps them
+    (see OutputCapture): clear_output empties the list (with wait=True, at the next output),
+    and a display update replaces the data of the earlier outputs with the same display id."""
     outputs: list[dict[str, Any]] = []
     pending: dict[str, list[Any]] = {}  # stream -> [first write time, text]
+    clear_next = False
+
+    def append(output: dict[str, Any]) -> None:
+        nonlocal clear_next
+        if clear_next:
+            outputs.clear()
+            clear_next = False
+        outputs.append(output)
 
     def send(name: str) -> None:
         text = pending.pop(name)[1]
-        last = outputs[-1] if outputs else None
+        last = outputs[-1] if outputs and not clear_next else None
         if last is not None and last["output_type"] == "stream" and last["name"] == name:
             last["text"] += text
         else:
-            outputs.append({"output_type": "stream", "name": name, "text": text})
+            append({"output_type": "stream", "name": name, "text": text})
 
     def send_due(now: float) -> None:
         for name in sorted(pending, key=lambda n: pending[n][0]):
             if now >= pending[name][0] + FLUSH_INTERVAL:
+                send(name)
+
+    def send_all() -> None:
+        for name in ("stdout", "stderr"):
+            if name in pending:
                 send(name)
 
     for moment, kind, payload in sorted(events, key=lambda event: event[0]):
@@ -146,15 +215,26 @@ def replay(events: list[Event]) -> list[dict[str, Any]]:
                 pending[name][1] += text
             else:
                 pending[name] = [moment, text]
+        elif kind == "flush":
+            if payload in pending:
+                send(payload)
+        elif kind == "clear":
+            send_all()  # ipykernel flushes the streams before it sends the clear
+            if payload:
+                clear_next = True
+            else:
+                outputs.clear()
+        elif kind == "update":
+            send_all()
+            for output in outputs:
+                if output.get(DISPLAY_ID) == payload.get(DISPLAY_ID):
+                    output["data"], output["metadata"] = payload["data"], payload["metadata"]
         else:
-            for name in ("stdout", "stderr"):
-                if name in pending:
-                    send(name)
-            outputs.append(payload)
-    for name in ("stdout", "stderr"):
-        if name in pending:
-            send(name)
-    return outputs
+            send_all()
+            append(dict(payload))
+    send_all()
+    # as a notebook stores them: display ids are transient, not saved
+    return [{k: v for k, v in o.items() if k != DISPLAY_ID} for o in outputs]
 
 
 def shifted(events: list[Event], offset: float) -> list[Event]:
@@ -184,7 +264,7 @@ def format_value(value: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         data, metadata = _formatter(DisplayFormatter).format(value)
     except Exception:  # a broken _repr_*_ must not lose the cell's other outputs
         return _fallback_format(value), {}
-    return _jsonable(data), _jsonable(metadata)
+    return jsonable(data), jsonable(metadata)
 
 
 _FORMATTER: Any = None
@@ -210,10 +290,10 @@ def _fallback_format(value: Any) -> dict[str, Any]:
                 continue
             if rendered is not None:
                 data[mime] = rendered
-    return _jsonable(data)
+    return jsonable(data)
 
 
-def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
+def jsonable(data: dict[str, Any]) -> dict[str, Any]:
     clean: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, bytes):

@@ -2,29 +2,30 @@
 
 from __future__ import annotations
 
-import ast
-import builtins
 import contextlib
 import json
-import linecache
 import os
 import sys
 import time
 import traceback
 import types
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import cache, files, skeleton, values
 from .arguments import Arguments, parse_arguments
-from .capture import OutputCapture, display
+from .capture import OutputCapture
 from .failure import CellFailed, mark_failed, upstream_failure, user_traceback
-from .shell import StepShell
+from .settings import SettingsReplay
 
 if TYPE_CHECKING:  # the training module is imported only by steps that train (~10 ms)
+    from .kernel_shell import KernelExecutor
+    from .plain_shell import PlainExecutor
     from .training import Training
 
+    Executor = KernelExecutor | PlainExecutor
+
 OUT = "nb2cwl-out"
-_CO_COROUTINE = 0x80  # inspect.CO_COROUTINE, without importing inspect
 
 
 def run_step(spec: dict[str, Any], argv: list[str]) -> int:
@@ -40,7 +41,6 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     root = os.getcwd()
     out = os.path.join(root, OUT)
     os.makedirs(out, exist_ok=True)
-    os.environ.setdefault("MPLBACKEND", f"module://{__package__}.mpl_backend")
     if os.path.realpath(os.environ.get("HOME", "")) == os.path.realpath(root):
         # StreamFlow points HOME at the job directory: keep caches (matplotlib, pip) out of
         # the files the cell is seen to write
@@ -53,7 +53,8 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     key = cache.cache_key(spec, args)
     if key is not None and cache.restore(key, out):
         return 0
-    namespace = _user_namespace(_mentions_ipython(spec))
+    executor = _executor(spec.get("skipped_magics", []))
+    namespace = executor.namespace
     trainer = _trainer(plan, namespace)  # before any TF op
     _stage_files(spec, args, root)
     sys.path.insert(0, root)  # as in the kernel: modules beside the notebook import
@@ -80,26 +81,31 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
                     replay(key)
 
     report: dict[str, Any] = {"step": spec["step"], "cells": [], "started": time.time(),
-                              "pid": os.getpid()}
-    replayable = {n for d in definitions.values() for n in d["names"]}
+                              "pid": os.getpid(), "runtime": executor.kind}
+    # definitions pickled by name (the loading step replays them); a definition some step
+    # hands on as a value (its state changed) is pickled with its state
+    replayable = {n for d in definitions.values() for n in d["names"]} - set(
+        spec.get("by_value", []))
+    settings = SettingsReplay(spec.get("settings", []), definitions, namespace)
     status = 0
     try:
         with trainer.scope() if trainer is not None else _nothing():
-            for replay_key in spec.get("replay", []):  # not `key`: that is the cache key
-                replay(replay_key)
+            # definitions and settings of earlier cells, in notebook order
+            first = spec["cells"][0]["index"]
+            actions = [(_position(k), replay, k) for k in spec.get("replay", [])] + [
+                (_position(s["key"]), settings.apply, s) for s in settings.due_before((first, -1))]
+            for _, action, item in sorted(actions, key=lambda entry: entry[0]):
+                action(item)
             by_producer: dict[str, list[str]] = {}
             for item in spec.get("inputs", []):
                 by_producer.setdefault(item["from"], []).append(item["var"])
             for producer, names in by_producer.items():  # one call each: shared objects stay
                 source = args.one(f"values-{producer}")  # shared
                 values.load_values(source, names, namespace, ensure_defined)
-            for item in spec.get("rebuild", []):  # tf.data pipelines cannot be loaded
-                exec(compile(item["code"], f"<cell {item['cell']}>", "exec"), namespace)
+            executor.values_loaded()
             if trainer is not None:
                 _begin_training(trainer, plan, namespace)
-            elif spec.get("seed"):
-                _seed_tensorflow(spec["seed"], namespace)
-            _run_role(spec, args, namespace, out, report, replayable)
+            _run_role(spec, args, executor, out, report, replayable, settings)
         if trainer is not None:
             report["training"] = trainer.finish(namespace, out, spec["step"],
                                                 _training_log(report, plan["cell"]))
@@ -148,14 +154,6 @@ def _begin_training(trainer: Training, plan: dict[str, Any],
         exec(compile(plan["prelude"], f"<cell {plan['cell']}>", "exec"), namespace)
 
 
-def _seed_tensorflow(seed: str, namespace: dict[str, Any]) -> None:
-    """An earlier cell seeded TensorFlow: a fresh step process starts from that seed too."""
-    if "keras" in sys.modules or "tensorflow" in sys.modules:  # (its replayed imports
-        from .training import seed_tensorflow  # load them when it uses them)
-
-        seed_tensorflow(seed, namespace)
-
-
 def _training_log(report: dict[str, Any], cell: int) -> str:
     """What the training cell printed (its progress lines)."""
     return "".join(
@@ -185,20 +183,27 @@ def _skip(spec: dict[str, Any], out: str, upstream: dict[str, Any]) -> int:
     return 0
 
 
-def _run_role(spec: dict[str, Any], args: Arguments, namespace: dict[str, Any], out: str,
-              report: dict[str, Any], replayable: set[str]) -> None:
+def _position(key: str) -> tuple[int, int]:
+    cell, number = key.split(":")
+    return int(cell), int(number)
+
+
+def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: str,
+              report: dict[str, Any], replayable: set[str], settings: SettingsReplay) -> None:
     role = spec.get("role", "cell")
+    namespace = executor.namespace
     if role == "cell":
         for cell in spec["cells"]:
-            outputs = _run_cell(cell, namespace, spec)
+            settings.before_cell(cell["index"])  # those of other steps' cells before this one
+            outputs = _run_cell(cell, executor, spec)
             report["cells"].append({"index": cell["index"], "outputs": outputs,
                                     "execution_count": cell["execution_count"]})
         return
     cell, plan = spec["cells"][0], spec["plan"]
 
     def run_code(code: str, display: bool) -> tuple[list, float]:
-        return _run_cell({**cell, "code": code, "quiet": cell["quiet"] or not display},
-                         namespace, spec, raw=True)
+        # the prefix before a loop, or the gather and the rest of the cell after it
+        return _run_piece(cell, code, display, executor, spec)
 
     if role == "split":
         report["prefix_events"], report["prefix_duration"] = skeleton.split(
@@ -222,17 +227,23 @@ def _run_role(spec: dict[str, Any], args: Arguments, namespace: dict[str, Any], 
                                 "execution_count": cell["execution_count"]})
 
 
-def _user_namespace(patch_ipython: bool) -> dict[str, Any]:
+def _executor(skipped_magics: list[str]) -> Executor:
+    """IPython's own shell where IPython is importable (as in Jupyter), else plain exec."""
     module = types.ModuleType("__main__")
-    namespace = module.__dict__
-    shell = StepShell(namespace)
-    namespace.update({"__builtins__": builtins, "display": display,
-                      "get_ipython": lambda: shell})
-    sys.modules["__main__"] = module
     _hints_module()
-    if patch_ipython:  # importing IPython costs ~60 ms: only when the code uses it
-        _patch_ipython_display()
-    return namespace
+    try:
+        from .kernel_shell import create
+    except ImportError as exc:
+        from .plain_shell import PlainExecutor
+
+        sys.stderr.write(f"nb2cwl: IPython cannot be imported here ({exc}): the cells run as "
+                         "plain Python; magics other than a few shell and file ones, and "
+                         "IPython's display formatting, are not available\n")
+        executor = PlainExecutor(module)
+    else:
+        executor = create(module, skipped_magics)
+    sys.modules["__main__"] = module
+    return executor
 
 
 def _hints_module() -> None:
@@ -246,22 +257,6 @@ def _hints_module() -> None:
     sys.modules["nb2cwl"] = stub
 
 
-def _mentions_ipython(spec: dict[str, Any]) -> bool:
-    texts = [c["code"] for c in spec["cells"]] + [d["code"] for d in spec.get("definitions", [])]
-    return any("IPython" in text for text in texts)
-
-
-def _patch_ipython_display() -> None:
-    # IPython's display() prints plain text when no kernel runs; in a step it is an output
-    try:
-        import IPython.core.display_functions as functions
-        import IPython.display as public
-    except ImportError:
-        return
-    functions.display = display  # type: ignore[assignment]
-    public.display = display  # type: ignore[assignment]
-
-
 def _stage_files(spec: dict[str, Any], args: Arguments, root: str) -> None:
     """Stage files in the order they were written: later writers win, as in Jupyter."""
     for item in spec.get("files", []):
@@ -271,65 +266,52 @@ def _stage_files(spec: dict[str, Any], args: Arguments, root: str) -> None:
             files.stage_tree(args.one(f"files-{item['from']}"), root, item.get("paths"))
 
 
-def _run_cell(cell: dict[str, Any], namespace: dict[str, Any], spec: dict[str, Any],
-              raw: bool = False) -> Any:
-    """Run one cell; its outputs, or with `raw` its timed events and duration."""
-    filename = f"<cell {cell['index']}>"
-    source = cell["code"]
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+def _run_cell(cell: dict[str, Any], executor: Executor, spec: dict[str, Any]) -> Any:
+    """Run one cell as the kernel would; its outputs."""
+    count = cell["execution_count"]
     with OutputCapture() as capture:
-        try:
-            value = _execute(source, filename, namespace)
-            if value is not None and not cell.get("quiet"):
-                capture.result(value, cell["execution_count"])
-        except BaseException as exc:  # the user's code may raise anything, SystemExit too
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            lines = user_traceback(exc, filename)
-            capture.error(type(exc).__name__, str(exc), lines)
-            message = _failure_message(spec, cell, exc, filename)
-            failure = CellFailed(cell, exc, message, capture.outputs)
-            failure.events, failure.duration = capture.events, capture.duration
-            raise failure from None
-    if raw:
-        return capture.events, capture.duration
+        ok, error = executor.run_cell(cell["code"], count, cell.get("quiet", False))
+    if not ok:
+        _failed(cell, error, spec, capture, executor.filename_of(count))
     return capture.outputs
 
 
-def _execute(source: str, filename: str, namespace: dict[str, Any]) -> Any:
-    tree = ast.parse(source, filename)
-    last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = tree.body.pop()
-    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-    body = compile(tree, filename, "exec", flags=flags)
-    _run(body, namespace)
-    if last is None:
-        return None
-    expression = compile(ast.Expression(last.value), filename, "eval", flags=flags)
-    return _run(expression, namespace)
+def _run_piece(cell: dict[str, Any], code: str, display: bool, executor: Executor,
+               spec: dict[str, Any]) -> tuple[list, float]:
+    """Run part of a cell; its timed events and duration (laid out on the cell's timeline)."""
+    count = cell["execution_count"]
+    with OutputCapture() as capture:
+        ok, error = executor.run_code(code, display and not cell.get("quiet"), count,
+                                      last=display)
+    if not ok:
+        _failed(cell, error, spec, capture, executor.filename_of(count))
+    return capture.events, capture.duration
 
 
-def _run(code: types.CodeType, namespace: dict[str, Any]) -> Any:
-    if code.co_flags & _CO_COROUTINE:
-        import asyncio  # only cells with top-level await need it
+def _failed(cell: dict[str, Any], error: BaseException | None, spec: dict[str, Any],
+            capture: OutputCapture, filename: str) -> None:
+    if isinstance(error, KeyboardInterrupt):
+        raise error
+    message = _failure_message(spec, cell, error, lambda name: name.startswith(filename))
+    failure = CellFailed(cell, error, message, capture.outputs)
+    failure.events, failure.duration = capture.events, capture.duration
+    raise failure from None
 
-        return asyncio.run(eval(code, namespace))
-    return eval(code, namespace)
 
-
-def _failure_message(spec: dict[str, Any], cell: dict[str, Any], exc: BaseException,
-                     filename: str) -> str:
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
-    line = frames[-1].lineno if frames else None
+def _failure_message(spec: dict[str, Any], cell: dict[str, Any], exc: BaseException | None,
+                     in_cell: Callable[[str], bool]) -> str:
+    tb = exc.__traceback__ if exc is not None else None
+    frames = [f for f in traceback.extract_tb(tb) if in_cell(f.filename)]
+    line = frames[-1].lineno if frames else getattr(exc, "lineno", None)
+    if isinstance(exc, SyntaxError):
+        line = exc.lineno
     where = f"{spec['notebook']}, cell {cell['index']} (id {cell['id']})"
+    lines = cell["code"].splitlines()
+    text = ""
     if line:
         where += f", line {line}"
-        text = cell["code"].splitlines()[line - 1].strip() if line <= len(
-            cell["code"].splitlines()) else ""
-    else:
-        text = ""
-    body = "\n".join(user_traceback(exc, filename))
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    body = "\n".join(user_traceback(exc)) if exc is not None else ""
     shown = f"\n    {text}" if text else ""
     return (f"nb2cwl: step {spec['step']} failed at {where}:{shown}\n"
             f"{type(exc).__name__}: {exc}\n{body}")

@@ -1,0 +1,218 @@
+"""Run a step's cells through IPython's own InteractiveShell, as the Jupyter kernel does.
+
+The kernel (ipykernel) is IPython's InteractiveShell with three things replaced: results,
+displays and errors go to the frontend as messages instead of the terminal. A step does the
+same, into the cell's OutputCapture. Everything else is IPython's own code: the input
+transformer, magics, `$var` and `{expr}` expansion, `!` commands, the display formatter
+(pandas and numpy reprs, `_repr_html_`), `_`/`__`/`Out`, and matplotlib's inline backend.
+
+Libraries that behave differently in a kernel detect one the way ipykernel presents itself:
+pandas looks for a shell with a `kernel` attribute and "zmq" in its class name (wide frames
+wrap at 80 columns, 20 columns at most), tqdm and others for an IPKernelApp section in the
+shell's config. The step's shell presents itself the same way, sets the environment variables
+the kernel sets, and keeps `get_ipython` and `display` in the builtins for the whole step
+(values loaded before the first cell may import pandas).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+import time
+import types
+from typing import Any
+
+from IPython.core.displayhook import DisplayHook
+from IPython.core.displaypub import DisplayPublisher
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
+
+from . import capture
+
+#: What ipykernel's ZMQInteractiveShell.init_environment sets for the user's code.
+KERNEL_ENVIRONMENT = {"TERM": "xterm-color", "CLICOLOR": "1", "FORCE_COLOR": "1",
+                      "CLICOLOR_FORCE": "1", "PAGER": "cat", "GIT_PAGER": "cat"}
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+
+
+class StepDisplayHook(DisplayHook):
+    """The cell's result becomes an execute_result output, as ipykernel sends it."""
+
+    muted = False  # code run for the workflow itself (a loop's prefix) shows no result
+
+    def __call__(self, result: Any = None) -> None:
+        if not self.muted:
+            super().__call__(result)
+
+    def start_displayhook(self) -> None:
+        """Nothing is printed before the result."""
+
+    def write_output_prompt(self) -> None:
+        """No `Out[n]:` prompt: the frontend draws it."""
+
+    def write_format_data(self, format_dict: dict[str, Any],
+                          md_dict: dict[str, Any] | None = None) -> None:
+        """Record the formatted result in the running cell's outputs."""
+        target = capture.current()
+        if target is None:
+            super().write_format_data(format_dict, md_dict)
+            return
+        _flush_streams()
+        target.output({"output_type": "execute_result",
+                       "data": capture.jsonable(format_dict),
+                       "metadata": capture.jsonable(md_dict or {}),
+                       "execution_count": self.prompt_count})
+
+    def finish_displayhook(self) -> None:
+        """The result is recorded; nothing to flush."""
+
+
+class StepDisplayPublisher(DisplayPublisher):
+    """display(), IPython.display objects and inline figures become display_data outputs."""
+
+    def publish(self, data: dict[str, Any], metadata: dict[str, Any] | None = None,
+                source: Any = None, *, transient: dict[str, Any] | None = None,
+                update: bool = False, **kwargs: Any) -> None:
+        """Record a display in the running cell's outputs (an update replaces earlier ones)."""
+        target = capture.current()
+        if target is None:
+            super().publish(data, metadata, transient=transient, update=update)
+            return
+        _flush_streams()
+        display_id = (transient or {}).get("display_id")
+        target.raw_display(data, metadata, display_id=display_id, update=update)
+
+    def clear_output(self, wait: bool = False) -> None:
+        """IPython.display.clear_output(): as nbclient applies it to the cell's outputs."""
+        target = capture.current()
+        if target is None:
+            super().clear_output(wait)
+            return
+        _flush_streams()
+        target.clear(wait)
+
+
+class ZMQStepShell(InteractiveShell):
+    """The shell a step runs its cells in, presented as ipykernel's ZMQInteractiveShell.
+
+    "ZMQ" is in the name on purpose: pandas tells a Jupyter frontend from a terminal by that
+    name, and formats frames for the frontend only then.
+    """
+
+    displayhook_class = StepDisplayHook
+    display_pub_class = StepDisplayPublisher
+    kernel = None  # pandas: `hasattr(get_ipython(), "kernel")` means a Jupyter kernel
+    skipped_magics: frozenset[str] = frozenset()  # %pip, %tensorboard: not run in a step
+
+    def run_line_magic(self, magic_name: str, line: str, _stack_depth: int = 1) -> Any:
+        """As IPython runs it, except the magics a workflow step does not run."""
+        if magic_name in self.skipped_magics:
+            return None
+        return super().run_line_magic(magic_name, line, _stack_depth + 1)
+
+    def init_environment(self) -> None:
+        """The variables ipykernel sets: `!ls` and other programs print as in the kernel."""
+        os.environ.update(KERNEL_ENVIRONMENT)
+
+    def init_virtualenv(self) -> None:
+        """As in ipykernel: the step's own interpreter is the environment."""
+
+    def enable_gui(self, gui: Any = None) -> None:
+        """A step has no event loop to integrate: `%matplotlib` backends draw inline."""
+
+    def _showtraceback(self, etype: type, evalue: BaseException, stb: list[str]) -> None:
+        target = capture.current()
+        if target is None:
+            super()._showtraceback(etype, evalue, stb)
+            return
+        _flush_streams()
+        target.output({"output_type": "error", "ename": str(etype.__name__),
+                       "evalue": str(evalue), "traceback": list(stb)})
+
+
+def _flush_streams() -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+class KernelExecutor:
+    """Runs cells with the step's ZMQStepShell; see the module docstring."""
+
+    kind = "ipython"
+
+    def __init__(self, module: types.ModuleType, skipped_magics: list[str]) -> None:
+        if not os.environ.get("MPLBACKEND") and _has_inline_backend():
+            os.environ["MPLBACKEND"] = INLINE_BACKEND  # as ipykernel does
+        capture.set_runtime_figures(os.environ.get("MPLBACKEND") != INLINE_BACKEND)
+        config = Config()
+        config.HistoryManager.enabled = False  # no history database
+        config.IPKernelApp.nb2cwl = "a workflow step run as a kernel would run it"
+        profile = tempfile.mkdtemp(prefix="nb2cwl-ipython-")
+        atexit.register(shutil.rmtree, profile, True)
+        self.shell = ZMQStepShell.instance(config=config, user_module=module,
+                                           ipython_dir=profile)
+        self.shell.skipped_magics = frozenset(skipped_magics)
+        self.shell.builtin_trap.__enter__()  # get_ipython() and display() from now on
+        self.namespace: dict[str, Any] = self.shell.user_ns
+
+    def values_loaded(self) -> None:
+        """`_`, `__`, `___` loaded from other steps are the results' history, not values the
+        user assigned: the display hook keeps them up to date from here, as the kernel did."""
+        hook = self.shell.displayhook
+        for name in ("_", "__", "___"):
+            if name in self.namespace:
+                setattr(hook, name, self.namespace[name])
+
+    def run_cell(self, code: str, execution_count: int,
+                 quiet: bool = False) -> tuple[bool, BaseException | None]:
+        """Run one cell as the kernel runs an execute request; (ok, exception). The shell
+        itself sees a trailing `;` (`quiet` is for the plain runtime)."""
+        self.shell.execution_count = execution_count
+        result = self.shell.run_cell(code, store_history=True)
+        error = result.error_before_exec or result.error_in_exec
+        return error is None, error
+
+    def run_code(self, code: str, show_result: bool, execution_count: int,
+                 last: bool) -> tuple[bool, BaseException | None]:
+        """Run a piece of a cell (a scattered loop's prefix or gather).
+
+        The kernel would run the cell once: the result shows only for the piece that ends
+        the cell (`show_result`), and the cell's figures only at its end (`last`).
+        """
+        self.shell.execution_count = execution_count
+        self.shell.displayhook.muted = not show_result
+        events = self.shell.events
+        callbacks = list(events.callbacks["post_execute"])
+        if not last:
+            events.callbacks["post_execute"] = []
+        try:
+            result = self.shell.run_cell(code, store_history=show_result)
+        finally:
+            self.shell.displayhook.muted = False
+            events.callbacks["post_execute"] = callbacks
+        error = result.error_before_exec or result.error_in_exec
+        return error is None, error
+
+    def filename_of(self, execution_count: int) -> str:
+        """The file name the shell gave the code of cell `execution_count` (for tracebacks)."""
+        return f"<ipython-input-{execution_count}-"
+
+
+def _has_inline_backend() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("matplotlib_inline") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def create(module: types.ModuleType, skipped_magics: list[str]) -> KernelExecutor:
+    """The IPython executor for this step (call once per process)."""
+    started = time.monotonic()
+    executor = KernelExecutor(module, skipped_magics)
+    executor.startup_seconds = time.monotonic() - started  # type: ignore[attr-defined]
+    return executor
