@@ -53,14 +53,23 @@ def test_bad_notebooks_give_one_clear_line(name: str, tmp_path: Path,
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("name", ["exec_eval.ipynb", "setattr_module.ipynb"])
 def test_unanalysable_code_falls_back_to_one_sequential_step(
-        name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["explain", str(CORPUS / name), "--json"]) == 0
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", str(CORPUS / "exec_eval.ipynb"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [s["name"] for s in data["steps"]] == ["whole_notebook"]
     assert data["fallbacks"] and all("one sequential step" in f["reason"]
                                       for f in data["fallbacks"])
+
+
+def test_a_changed_module_keeps_its_users_together(capsys: pytest.CaptureFixture[str]) -> None:
+    """setattr(math, ...) changes the module in the process: the cells from that one to the
+    last that uses the module run in one step, and explain says why."""
+    assert main(["explain", str(CORPUS / "setattr_module.ipynb"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (step,) = data["steps"]
+    assert step["cells"] == [1, 2]
+    assert any("setattr() on a module" in r for r in step["reasons"])
 
 
 @pytest.mark.streamflow

@@ -75,13 +75,14 @@ def test_compiled_training_steps(case) -> None:
         assert "__nb2cwl_training__.scale_gradients(" in rewritten
 
 
-def test_tf_data_pipelines_are_rebuilt_not_shipped() -> None:
+def test_tf_data_pipelines_stay_with_the_training_that_uses_them() -> None:
+    """A tf.data pipeline cannot be saved, and TensorFlow objects cannot cross a step boundary
+    exactly: the cells that build the pipeline and the model and train it share a step."""
     workflow = compile_notebook(str(CORPUS / "keras_fit_tfdata.ipynb"))
     (step,) = [s for s in workflow.steps if s.training is not None]
-    assert step.rebuild, step.reasons
-    rebuilt = {name.strip() for _, code in step.rebuild for name in
-               [line.split("=")[0] for line in code.splitlines() if "=" in line]}
-    assert not rebuilt & {i.var for i in step.inputs}
+    assert any("TensorFlow and Keras objects" in r for r in step.reasons), step.reasons
+    shipped = {i.var for i in step.inputs}
+    assert not {"train_ds", "ds", "dataset"} & shipped
     assert not [d for d in workflow.diagnostics if d.code == "unserializable"]
 
 

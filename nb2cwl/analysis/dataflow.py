@@ -6,8 +6,10 @@ import ast
 import os
 from dataclasses import dataclass, field
 
-from nb2cwl.analysis.program import CellAnalysis, NotebookAnalysis, Rebuild, is_builtin
+from nb2cwl.analysis.program import CellAnalysis, NotebookAnalysis, is_builtin
+from nb2cwl.analysis.settings import Setting
 from nb2cwl.analysis.state import Definition
+from nb2cwl.analysis.together import KeptTogether, kept_together
 from nb2cwl.errors import Diagnostic
 
 ANY_FILE = "file:*"
@@ -32,7 +34,6 @@ class CellFlow:
     inputs: list[Input] = field(default_factory=list)
     replay: list[Definition] = field(default_factory=list)  # in dependency order
     outputs: set[str] = field(default_factory=set)  # values later cells take from this cell
-    rebuild: list[tuple[int, str]] = field(default_factory=list)  # (cell, code) run first
     missing: list[str] = field(default_factory=list)  # names read but defined nowhere before
 
     @property
@@ -49,6 +50,8 @@ class Dataflow:
     cells: list[CellFlow]
     external_files: dict[str, str]  # relative path -> "File" or "Directory"
     diagnostics: list[Diagnostic]
+    together: list[KeptTogether] = field(default_factory=list)  # cells that share a step
+    settings: list[Setting] = field(default_factory=list)  # replayed in later steps
     _index: dict[int, CellFlow] = field(default_factory=dict, repr=False)
     _consumers: dict[int, list[tuple[CellFlow, Input]]] | None = field(default=None, repr=False)
 
@@ -77,7 +80,6 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
     file_writer: dict[str, int] = {}
     opaque_writers: list[int] = []
     stars: list[Definition] = []
-    recipes: dict[tuple[str, int], tuple[Rebuild, dict[str, object]]] = {}
     flows: list[CellFlow] = []
     external: dict[str, str] = {}
     diagnostics: list[Diagnostic] = list(analysis.diagnostics)
@@ -88,6 +90,9 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
         replay: dict[str, Definition] = {}
         builtins_read = False  # a star import may have rebound them (`from numpy import *`)
         pending = sorted(fx.reads)
+        if fx.reads_all:  # %who: every variable bound so far
+            pending = sorted(set(pending) | {n for n in last if not n.startswith(("rng:",
+                                                                                  "file:"))})
         while pending:
             name = pending.pop(0)
             source = last.get(name)
@@ -97,12 +102,6 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
                 builtins_read = builtins_read or is_builtin(name)
                 continue
             kind, what = source
-            recipe = recipes.get((name, what)) if kind == "data" else None  # type: ignore[arg-type]
-            if recipe is not None and all(last.get(r) == seen for r, seen in recipe[1].items()):
-                # a tf.data pipeline: rebuilt here from what it was built from
-                flow.rebuild.append((what, recipe[0].code))  # type: ignore[arg-type]
-                pending += sorted(recipe[0].reads - set(pending))
-                continue
             if kind == "data":
                 needed[name] = what  # type: ignore[assignment]
             elif kind == "replay":
@@ -125,7 +124,6 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
             else:  # `import helper` finds helper.py beside the notebook
                 external[path] = "Directory" if key.endswith("/") else "File"
                 needed[f"file:{path}"] = None
-        flow.rebuild.sort(key=lambda item: item[0])  # what a pipeline is built from comes first
         flow.inputs = [Input(var, producer) for var, producer in needed.items()]
         flow.replay = _ordered(replay)
         flows.append(flow)
@@ -151,8 +149,6 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
                 "are not staged",
                 analysis.notebook.location(cell.cell, line or None)))
         stars.extend(cell.star_imports)
-        for name, recipe in cell.rebuild.items():
-            recipes[(name, cell.cell.index)] = (recipe, {r: last.get(r) for r in recipe.reads})
     for flow in flows:
         fx = flow.analysis.effects
         if fx.opaque_io or fx.opaque_reads:
@@ -166,7 +162,9 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
             if item.producer is not None and item.producer in by_index:
                 by_index[item.producer].outputs.add(item.var)
     _warn_unserializable(analysis, flows, by_index, diagnostics)
-    return Dataflow(analysis, flows, external, diagnostics)
+    settings = [s for cell in analysis.cells for s in cell.settings]
+    return Dataflow(analysis, flows, external, diagnostics, kept_together(analysis.cells),
+                    settings)
 
 
 def _file_inputs(

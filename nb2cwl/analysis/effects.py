@@ -4,7 +4,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from nb2cwl.analysis.knowledge.model import StateKind
+
 HIDDEN_PREFIXES = ("rng:", "file:")
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """A change of process-wide state: where, what kind, and through what (for explain)."""
+
+    line: int
+    kind: StateKind
+    what: str
+
+
+@dataclass(frozen=True)
+class Hold:
+    """State no step can hand on exactly, created or changed by the code: the cells from here
+    to the last one that uses `family` must share a step."""
+
+    family: str  # a library's family ("tensorflow"), or "*" for every later cell
+    line: int
+    reason: str
 
 
 @dataclass
@@ -32,6 +53,12 @@ class Effects:
     notes: list[tuple[int, str]] = field(default_factory=list)  # (line, explanation)
     # module state it changes: "os.environ", "numpy.set_printoptions", ...
     module_state: set[str] = field(default_factory=set)
+    state_changes: list[StateChange] = field(default_factory=list)
+    holds: list[Hold] = field(default_factory=list)
+    families: set[str] = field(default_factory=set)  # libraries whose objects it uses
+    reads_all: list[tuple[int, str]] = field(default_factory=list)  # (line, what): %who
+    views: list[tuple[int, str, str]] = field(default_factory=list)  # (line, view, array)
+    skipped_magics: list[tuple[int, str]] = field(default_factory=list)  # (line, why)
 
     def merge(self, other: Effects) -> None:
         """Add `other`'s effects to these."""
@@ -48,6 +75,12 @@ class Effects:
         self.opaque_namespace.extend(other.opaque_namespace)
         self.notes.extend(other.notes)
         self.module_state |= other.module_state
+        self.state_changes.extend(other.state_changes)
+        self.holds.extend(other.holds)
+        self.families |= other.families
+        self.reads_all.extend(other.reads_all)
+        self.views.extend(other.views)
+        self.skipped_magics.extend(other.skipped_magics)
 
 
 @dataclass
@@ -69,3 +102,9 @@ class FunctionSummary:
     is_generator: bool = False  # calling it produces items lazily
     positional: tuple[str, ...] = ()  # parameters a positional argument can fill, in order
     mutable_defaults: frozenset[str] = frozenset()  # parameters defaulting to [], {}, set()...
+    returns: frozenset[str] = frozenset()  # globals whose objects a call may return
+    returns_params: frozenset[str] = frozenset()  # parameters whose objects it may return
+    retains: frozenset[str] = frozenset()  # parameters it keeps (stores in self or a global)
+    mutates_class: bool = False  # for classes: a method changes the class's own attributes
+    attribute_effects: frozenset[str] = frozenset()  # for classes: properties with effects
+    iterates_code: bool = False  # for classes: __iter__/__next__/__getitem__ run its code

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-
 from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
@@ -12,16 +9,12 @@ from nb2cwl.analysis.effects import Effects
 from nb2cwl.analysis.names import chain_has_call, root_name
 from nb2cwl.analysis.state import NamespaceState
 
-_SHELL_NAMES = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-
 
 class FileEffects:
     """Mixin for the effect walker: records file reads, writes and opaque I/O of calls."""
 
     fx: Effects
     state: NamespaceState
-
-    read: Callable[[str], None]  # provided by the effect walker
 
     def _files(self, node: nodes.Call, qualified: str | None, line: int) -> None:
         func = node.func
@@ -47,8 +40,6 @@ class FileEffects:
         if qualified in kb.OPAQUE_IO_FUNCTIONS:
             self.fx.opaque_io.append((line, f"{qualified}() touches files the analysis cannot see"))
             return
-        if self._ipython_call(node, line):
-            return
         if isinstance(func, nodes.Attribute) and func.attrname in kb.FILE_METHODS:
             spec = kb.FILE_METHODS[func.attrname]
             if func.attrname in ("write_text", "write_bytes", "read_text", "read_bytes"):
@@ -68,32 +59,6 @@ class FileEffects:
                     self._file_access(path_node, spec.mode, line, f"{qualified}()")
                 return
             self._file_access(path_node, spec.mode, line, f".{func.attrname}()")
-
-    def _ipython_call(self, node: nodes.Call, line: int) -> bool:
-        func = node.func
-        if not (isinstance(func, nodes.Attribute) and isinstance(func.expr, nodes.Call)
-                and isinstance(func.expr.func, nodes.Name)
-                and func.expr.func.name == "get_ipython"):
-            return False
-        args = [a.value if isinstance(a, nodes.Const) else None for a in node.args]
-        if func.attrname in ("system", "getoutput"):
-            self.fx.opaque_io.append((line, "a shell command (!...) may read or write any file"))
-            for braced, dollar in _SHELL_NAMES.findall(str(args[0]) if args else ""):
-                self.read(braced or dollar)  # IPython expands {name} and $name from globals
-        elif func.attrname == "run_cell_magic" and args:
-            name, argument = args[0], args[1] if len(args) > 1 else ""
-            if name == "writefile" and isinstance(argument, str):
-                words = argument.split()
-                append = "-a" in words or "--append" in words
-                paths = [w for w in words if not w.startswith("-")]
-                if len(paths) == 1:
-                    mode = "rw" if append else "w"
-                    self._record_file(paths[0], mode)
-                else:
-                    self.fx.opaque_io.append((line, "%%writefile without a single plain path"))
-            elif name in ("bash", "sh", "script"):
-                self.fx.opaque_io.append((line, f"%%{name} may read or write any file"))
-        return True
 
     def _file_access(self, argument: nodes.NodeNG | None, mode: str, line: int, what: str) -> None:
         path = literal_string(argument, self.state) if argument is not None else None

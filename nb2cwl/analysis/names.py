@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Callable
+
 from astroid import nodes
+
+#: Names a cell can use without defining them: Python's builtins and what IPython adds.
+BUILTIN_NAMES = frozenset(dir(builtins)) | {"get_ipython", "display", "__name__", "__file__"}
+
+CallRoots = Callable[[nodes.Call], "set[str]"]
 
 #: Methods whose result never shares objects with the receiver (deep copies, scalars, text).
 #: A shallow copy (list(a), a.copy()) shares its elements, so it counts as an alias.
@@ -61,8 +69,16 @@ def root_name(node: nodes.NodeNG | None) -> str | None:
     return None
 
 
-def value_roots(value: nodes.NodeNG) -> set[str]:
-    """Names whose objects an assigned value may share: `b = a`, `b = a[0]`, `b = [a, c]`."""
+def value_roots(value: nodes.NodeNG, call_roots: CallRoots | None = None) -> set[str]:
+    """Names whose objects an assigned value may share: `b = a`, `b = a[0]`, `b = [a, c]`.
+
+    `call_roots` says what a call's result may hold (the walker knows the notebook's
+    functions); without it, only methods of a value and builtins that keep their arguments'
+    items count.
+    """
+    def roots(node: nodes.NodeNG) -> set[str]:
+        return value_roots(node, call_roots)
+
     if isinstance(value, nodes.Name):
         return {value.name}
     if isinstance(value, (nodes.Attribute, nodes.Subscript)):
@@ -70,35 +86,37 @@ def value_roots(value: nodes.NodeNG) -> set[str]:
         while isinstance(inner, (nodes.Attribute, nodes.Subscript)):
             inner = inner.expr if isinstance(inner, nodes.Attribute) else inner.value
         if isinstance(inner, nodes.Call):  # f(x)[0] belongs to what f returned
-            return value_roots(inner)
+            return roots(inner)
         root = root_name(value)
         return {root} if root else set()
     if isinstance(value, (nodes.List, nodes.Tuple, nodes.Set)):
         found: set[str] = set()
         for element in value.elts:
-            found |= value_roots(element)
+            found |= roots(element)
         return found
     if isinstance(value, nodes.Dict):
         found = set()
         for _, item in value.items:
-            found |= value_roots(item)
+            found |= roots(item)
         return found
     if isinstance(value, nodes.IfExp):
-        return value_roots(value.body) | value_roots(value.orelse)
+        return roots(value.body) | roots(value.orelse)
     if isinstance(value, nodes.Starred):
-        return value_roots(value.value)
+        return roots(value.value)
     if isinstance(value, (nodes.ListComp, nodes.SetComp, nodes.GeneratorExp, nodes.DictComp)):
         # [x for x in xs] holds xs's own items; the comprehension's own names are not roots
         parts = [value.key, value.value] if isinstance(value, nodes.DictComp) else [value.elt]
-        found = set().union(*(value_roots(p) for p in parts))
+        found = set().union(*(roots(p) for p in parts))
         own: set[str] = set()
         for generator in value.generators:
             own |= {n.name for n in generator.target.nodes_of_class(nodes.AssignName)}
         if found & own:  # the results are the items themselves: they share the collection's
             for generator in value.generators:
-                found |= value_roots(generator.iter)
+                found |= roots(generator.iter)
         return found - own
     if isinstance(value, nodes.Call):
+        if call_roots is not None:
+            return call_roots(value)
         func = value.func
         if isinstance(func, nodes.Attribute):
             # d.items(), d.get(k), arr.reshape(...): the result may hold the receiver's objects
@@ -109,7 +127,7 @@ def value_roots(value: nodes.NodeNG) -> set[str]:
         if isinstance(func, nodes.Name) and func.name in ELEMENT_SHARING_BUILTINS:
             found = set()
             for arg in value.args:
-                found |= value_roots(arg)
+                found |= roots(arg)
             return found
     return set()
 

@@ -11,6 +11,8 @@ from astroid.exceptions import AstroidError
 
 from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects
+from nb2cwl.analysis.history import kernel_history
+from nb2cwl.analysis.settings import Setting, settle, snapshot
 from nb2cwl.analysis.skeletons import Blocked, MapSkeleton, find_skeleton
 from nb2cwl.analysis.state import Definition, NamespaceState
 from nb2cwl.analysis.training import TrainingSite, find_seed, find_training
@@ -39,16 +41,8 @@ class CellAnalysis:
     blocked: list[Blocked] = field(default_factory=list)
     training: TrainingSite | None = None
     seed: tuple[int, str] | None = None  # (line, expression) of a TensorFlow seed call
-    rebuild: dict[str, Rebuild] = field(default_factory=dict)  # tf.data pipelines by name
-
-
-@dataclass(frozen=True)
-class Rebuild:
-    """How a later step rebuilds a value that cannot be saved (a tf.data pipeline): the
-    cell's statements that build it, in order, and the names they read."""
-
-    code: str
-    reads: frozenset[str]
+    settings: list[Setting] = field(default_factory=list)  # replayed in later steps
+    empty: bool = False  # only comments or whitespace: nothing to run
 
 
 @dataclass
@@ -69,6 +63,7 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
     inferrer = _TypeInferrer()
     state = NamespaceState()
     results: list[CellAnalysis] = []
+    assigned: set[str] = set()  # names earlier cells bound
     for cell in active:
         body = spans.get(cell.index)
         offset = offsets.get(cell.index, 0)
@@ -77,25 +72,24 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
                 body = astroid.parse(cell.code, module_name=f"cell_{cell.index}").body
                 offset = 0
             analysis = _analyse_cell(cell, directives[cell.index], body, state, inferrer,
-                                     offset)
+                                     offset, assigned)
         except RecursionError:
             raise AnalysisError("the cell is nested too deeply to analyse; split it into "
                                 "smaller expressions or functions",
                                 notebook.location(cell)) from None
-        _relative_lines(analysis, body)
+        _relative_lines(analysis, offset)
         results.append(analysis)
+        assigned |= analysis.effects.writes
     del module
+    kernel_history([(a.cell, a.effects) for a in results])
     for cell in notebook.code_cells:
         if directives[cell.index].skip:
             diagnostics.append(Diagnostic("skipped", "cell skipped (tag nb2cwl:skip)",
                                           notebook.location(cell), "note"))
-        for magic in cell.magics:
-            if magic.name in ("pip", "conda"):
-                diagnostics.append(Diagnostic(
-                    "magic-skipped",
-                    f"%{magic.name} is not run in a step: install packages in the step's "
-                    "environment (image or virtual environment) instead",
-                    notebook.location(cell, magic.line)))
+    for analysis in results:
+        for line, why in analysis.effects.skipped_magics:
+            diagnostics.append(Diagnostic("magic-skipped", why,
+                                          notebook.location(analysis.cell, line or None)))
     return NotebookAnalysis(notebook, results, diagnostics)
 
 
@@ -106,8 +100,10 @@ def _analyse_cell(
     state: NamespaceState,
     inferrer: _TypeInferrer,
     offset: int,
+    assigned: set[str],
 ) -> CellAnalysis:
     walker = EffectWalker(state, cell.index, inferrer)
+    settings: list[Setting] = []
     replayable_statements = 0
     unserializable: dict[str, tuple[str, int]] = {}
     stars: list[Definition] = []
@@ -121,8 +117,15 @@ def _analyse_cell(
                 skeleton = found
             elif isinstance(found, Blocked):
                 blocked.append(found)
-        definition = _replayable(stmt, state, cell.index, number)
+        definition = _replayable(stmt, state, cell.index, number, walker)
+        before, changed = snapshot(walker.fx), len(walker.fx.state_changes)
         walker.statement(stmt)
+        changes = walker.fx.state_changes[changed:]
+        if changes:
+            setting = settle(stmt, number, cell.index, offset, walker.fx, before, changes, state,
+                             assigned | set(before.writes))
+            if setting is not None:
+                settings.append(setting)
         if definition is not None:
             replayable_statements += 1
             if definition.star:
@@ -142,8 +145,7 @@ def _analyse_cell(
         if name in state.definitions and state.definitions[name].cell_index == cell.index
     }
     definition_only = (
-        bool(body)
-        and replayable_statements == len(body)
+        replayable_statements == len(body)
         and not (effects.rng or effects.file_writes or effects.file_reads or effects.opaque_io
                  or effects.opaque_reads)
         and not cell.magics
@@ -152,77 +154,22 @@ def _analyse_cell(
     )
     groups = sorted({state.alias_group(n) for n in effects.writes | effects.mutates
                      if len(state.alias_group(n)) > 1}, key=sorted)
-    rebuild = _dataset_recipes(body, walker)
     training = find_training(body, walker.qualify)
     if training is not None and skeleton is not None:
         skeleton = None  # a training loop is distributed by a strategy, not scattered
     return CellAnalysis(cell, directives, effects, finals, definition_only, unserializable,
                         groups, stars, skeleton, blocked, training,
-                        find_seed(body, walker.qualify), rebuild)
+                        find_seed(body, walker.qualify), settings, not body)
 
 
-def _dataset_recipes(body: list[nodes.NodeNG], walker: EffectWalker) -> dict[str, Rebuild]:
-    """For each tf.data pipeline the cell assigns at top level: the statements that build it.
+def _relative_lines(analysis: CellAnalysis, offset: int) -> None:
+    """Turn whole-module line numbers into lines of the cell (0 where the line is elsewhere).
 
-    `tf.data.Dataset` objects cannot be pickled; a later step runs these statements again on
-    the values they read (the dataflow checks those are unchanged by then)."""
-    steps: list[tuple[str, nodes.Assign]] = []  # (name, statement) of dataset assignments
-    built: set[str] = set()
-    for stmt in body:
-        if not (isinstance(stmt, nodes.Assign) and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], nodes.AssignName)):
-            continue
-        name = stmt.targets[0].name
-        if _is_dataset(stmt.value, walker, built):
-            built.add(name)
-            steps.append((name, stmt))
-        else:
-            built.discard(name)
-            steps = [(n, s) for n, s in steps if n != name]
-    recipes: dict[str, Rebuild] = {}
-    for name in built:
-        wanted, statements = {name}, []
-        for target, stmt in reversed(steps):
-            if target in wanted:
-                statements.insert(0, stmt)
-                wanted |= {n.name for n in stmt.value.nodes_of_class(nodes.Name)} & built
-        defined: set[str] = set()
-        reads: set[str] = set()
-        for stmt in statements:
-            reads |= {n.name for n in stmt.value.nodes_of_class(nodes.Name)} - defined
-            defined.add(stmt.targets[0].name)
-        recipes[name] = Rebuild("\n".join(s.as_string() for s in statements),
-                                frozenset(r for r in reads if not is_builtin(r)))
-    return recipes
-
-
-def _is_dataset(expr: nodes.NodeNG, walker: EffectWalker, built: set[str]) -> bool:
-    """True for `tf.data.Dataset.from_...(...).map(...).batch(...)` and methods of one."""
-    node = expr
-    while True:
-        if isinstance(node, nodes.Call):
-            qualified = walker.qualify(node.func)
-            if qualified and qualified.startswith("tensorflow.data."):
-                return True
-            node = node.func
-        elif isinstance(node, nodes.Attribute):
-            node = node.expr
-        elif isinstance(node, nodes.Name):
-            return node.name in built and node is not expr
-        else:
-            return False
-
-
-def _relative_lines(analysis: CellAnalysis, body: list[nodes.NodeNG]) -> None:
-    """Turn whole-module line numbers into lines of the cell (0 where the line is elsewhere)."""
-    if not body:
-        return
-    first = body[0].fromlineno
-    last = max(stmt.tolineno for stmt in body)
-    offset = first - 1 if body[0].root().name == "__notebook__" else 0
+    `offset` is the whole-module line before the cell's first line (0: parsed alone)."""
+    size = max(analysis.cell.code.count("\n") + 1, 1)
 
     def fix(line: int) -> int:
-        return line - offset if first <= line <= last else 0
+        return line - offset if offset < line <= offset + size else 0
 
     fx = analysis.effects
     fx.notes = [(fix(line), text) for line, text in fx.notes]
@@ -237,6 +184,10 @@ def _relative_lines(analysis: CellAnalysis, body: list[nodes.NodeNG]) -> None:
                                     loops=tuple(fix(line) for line in site.loops))
     if analysis.seed is not None:
         analysis.seed = (fix(analysis.seed[0]), analysis.seed[1])
+    fx.holds = [replace(hold, line=fix(hold.line)) for hold in fx.holds]
+    fx.reads_all = [(fix(line), text) for line, text in fx.reads_all]
+    fx.skipped_magics = [(fix(line), text) for line, text in fx.skipped_magics]
+    fx.views = [(fix(line), name, base) for line, name, base in fx.views]
 
 
 def _apply_directives(directives: CellDirectives, effects: Effects) -> dict[str, str]:
@@ -255,12 +206,21 @@ def _apply_directives(directives: CellDirectives, effects: Effects) -> dict[str,
 
 
 def _replayable(
-    stmt: nodes.NodeNG, state: NamespaceState, cell_index: int, number: int
+    stmt: nodes.NodeNG, state: NamespaceState, cell_index: int, number: int,
+    walker: EffectWalker,
 ) -> Definition | None:
     """A Definition when `stmt` can be replayed in another step instead of shipped as data."""
+    key = f"{cell_index}:{number}"
+    if _state_object_binding(stmt, walker):  # logger = logging.getLogger(__name__)
+        requires = [state.definitions[n.name] for n in stmt.value.nodes_of_class(nodes.Name)
+                    if n.name in state.definitions]
+        names = {n.name for n in stmt.value.nodes_of_class(nodes.Name)}
+        if all(n in state.definitions or n in BUILTIN_NAMES for n in names):
+            return Definition(key, cell_index, (stmt.targets[0].name,), stmt.as_string(),
+                              tuple(dict.fromkeys(requires)))
+        return None
     if not isinstance(stmt, _DEF_STATEMENTS):
         return None
-    key = f"{cell_index}:{number}"
     code = stmt.as_string()  # a decorated def's string includes its decorators
     if isinstance(stmt, nodes.Import):
         names = tuple(alias or name.split(".")[0] for name, alias in stmt.names)
@@ -276,6 +236,13 @@ def _replayable(
         elif name not in BUILTIN_NAMES or name in state.functions:
             return None  # needs a data value at definition time: ship the object instead
     return Definition(key, cell_index, (stmt.name,), code, tuple(dict.fromkeys(requires)))
+
+
+def _state_object_binding(stmt: nodes.NodeNG, walker: EffectWalker) -> bool:
+    """`name = <process-wide object>`: binding it again gives the very same object."""
+    return (isinstance(stmt, nodes.Assign) and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], nodes.AssignName)
+            and walker._state_object(stmt.value) is not None)
 
 
 def _definition_time_names(stmt: nodes.NodeNG) -> set[str]:

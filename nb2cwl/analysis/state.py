@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from nb2cwl.analysis.effects import FunctionSummary
+from nb2cwl.analysis.effects import Effects, FunctionSummary
+from nb2cwl.analysis.knowledge.model import StateKind
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,10 @@ class NamespaceState:
     iterators: set[str] = field(default_factory=set)  # one-pass: using them uses them up
     aliases: dict[str, frozenset[str]] = field(default_factory=dict)
     star_imports: list[Definition] = field(default_factory=list)
+    families: dict[str, frozenset[str]] = field(default_factory=dict)  # name -> libraries
+    state_objects: dict[str, StateKind] = field(default_factory=dict)  # logger, rc, env, ...
+    held_calls: dict[str, Effects] = field(default_factory=dict)  # callables held in a value
+    views: dict[str, frozenset[str]] = field(default_factory=dict)  # array views: name -> base
 
     def alias_group(self, name: str) -> frozenset[str]:
         """`name` and every name that may refer to the same (or a containing) object."""
@@ -68,3 +73,6 @@ class NamespaceState:
         self.types.pop(name, None)
         self.immutable_items.discard(name)
         self.iterators.discard(name)
+        self.families.pop(name, None)
+        self.state_objects.pop(name, None)
+        self.held_calls.pop(name, None)

@@ -3,39 +3,33 @@
 The same walker analyses notebook cells (module scope, where every name is global) and
 function bodies (where it separates locals from globals and parameters). Function bodies are
 summarised where they are defined and their effects applied where they are used, because a
-function sees the globals as they are when it is called (late binding).
+function sees the globals as they are when it is called (late binding). The rules live in
+mixins, one concept each: names (name_effects), calls (call_effects), magics
+(magic_effects), files (file_effects) and value types (value_types).
 """
 
 from __future__ import annotations
 
-import builtins
-import importlib.metadata
 from collections.abc import Callable, Iterable
 
 from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
-from nb2cwl.analysis.effects import Effects, FunctionSummary
+from nb2cwl.analysis.call_effects import CallEffects
+from nb2cwl.analysis.effects import Effects, Hold, StateChange
 from nb2cwl.analysis.file_effects import FileEffects, looks_like_path
-from nb2cwl.analysis.names import chain_has_call, item_bindings, root_name, value_roots
+from nb2cwl.analysis.magic_effects import MagicEffects
+from nb2cwl.analysis.name_effects import NameEffects
+from nb2cwl.analysis.names import BUILTIN_NAMES, item_bindings, root_name
 from nb2cwl.analysis.state import NamespaceState
-from nb2cwl.analysis.value_types import CONTAINERS_OF_KNOWN, ValueTypes
+from nb2cwl.analysis.summaries import summarize_class, summarize_function
+from nb2cwl.analysis.value_types import ValueTypes
 
-
-def _pandas_major() -> int:
-    try:
-        return int(importlib.metadata.version("pandas").split(".")[0])
-    except (importlib.metadata.PackageNotFoundError, ValueError):
-        return 0
-
-
-#: From pandas 3 on, copy-on-write is always on: a column or slice is never a view.
-_PANDAS_COPIES_ON_WRITE = _pandas_major() >= 3
-
-BUILTIN_NAMES = frozenset(dir(builtins)) | {"get_ipython", "display", "__name__", "__file__"}
+__all__ = ["BUILTIN_NAMES", "EffectWalker", "TypeInferrer"]
 TypeInferrer = Callable[[nodes.NodeNG], "str | None"]
 
-class EffectWalker(FileEffects, ValueTypes):
+
+class EffectWalker(NameEffects, CallEffects, MagicEffects, FileEffects, ValueTypes):
     """Walks statements in order and accumulates their Effects."""
 
     def __init__(
@@ -58,6 +52,8 @@ class EffectWalker(FileEffects, ValueTypes):
         self.param_mutations: set[str] = set()
         self.local_aliases: dict[str, set[str]] = {}
         self.item_roots: dict[str, set[str]] = {}  # comprehension variable -> its collections
+        self.owner_class: str | None = None  # the class whose method this body is
+        self.class_mutated = False  # the method changes its class's own attributes
         self._applying: set[str] = set()
 
     # --- statements --------------------------------------------------------------------
@@ -129,7 +125,9 @@ class EffectWalker(FileEffects, ValueTypes):
             bound = alias or name.split(".")[0]
             self.write(bound, None)
             if not self.function_mode:
-                self.state.imports[bound] = name if alias else name.split(".")[0]
+                qualified = name if alias else name.split(".")[0]
+                self.state.imports[bound] = qualified
+                self._imported(bound, qualified)
 
     def _stmt_ImportFrom(self, node: nodes.ImportFrom) -> None:
         module = "." * (node.level or 0) + (node.modname or "")
@@ -140,6 +138,15 @@ class EffectWalker(FileEffects, ValueTypes):
             self.write(bound, None)
             if not self.function_mode:
                 self.state.imports[bound] = f"{module}.{name}"
+                self._imported(bound, f"{module}.{name}")
+
+    def _imported(self, bound: str, qualified: str) -> None:
+        family = kb.family_of(qualified)
+        if family:
+            self.state.families[bound] = frozenset({family})
+        kind = kb.state_object(qualified)
+        if kind is not None:  # from matplotlib import rcParams
+            self.state.state_objects[bound] = kind
 
     def _stmt_FunctionDef(self, node: nodes.FunctionDef) -> None:
         self._definition_time(node)
@@ -157,9 +164,12 @@ class EffectWalker(FileEffects, ValueTypes):
         for keyword in node.keywords or ():
             self.expression(keyword.value)
         summary = summarize_class(node, self.state, self.cell_index, self)
+        families = frozenset().union(*(self.families_of(b) for b in node.bases))
         self.write(node.name, None)
         if not self.function_mode:
             self.state.functions[node.name] = summary
+            if families:  # a keras.Model subclass: its instances are Keras objects
+                self.state.families[node.name] = families
 
     def _definition_time(self, node: nodes.FunctionDef | nodes.ClassDef) -> None:
         if node.decorators is not None:
@@ -222,11 +232,11 @@ class EffectWalker(FileEffects, ValueTypes):
                 self.delete(target.name)
             elif isinstance(target, nodes.DelAttr):
                 self.expression(target.expr)
-                self.mutate_expr(target.expr, node.lineno, "del of an attribute")
+                self._store_into(target.expr, node.lineno, "del of an attribute", None)
             elif isinstance(target, nodes.Subscript):
                 self.expression(target.value)
                 self.expression(target.slice)
-                self.mutate_expr(target.value, node.lineno, "del of an item")
+                self._store_into(target.value, node.lineno, "del of an item", None)
             else:
                 self.expression(target)
 
@@ -264,233 +274,63 @@ class EffectWalker(FileEffects, ValueTypes):
         elif isinstance(node, nodes.Starred):
             self.target(node.value, value)
         elif isinstance(node, nodes.AssignAttr):
-            if root_name(node.expr) in self.state.imports and not (
-                    self.function_mode and root_name(node.expr) in self.locals):
-                self.fx.module_state.add(f"{node.expr.as_string()}.{node.attrname}")
-            if root_name(node.expr) in self.state.imports and not self.function_mode:
-                self.fx.opaque_namespace.append((node.lineno, "an attribute store on a module "
-                                                              "changes state no step can pass on"))
             self.expression(node.expr)
-            self.mutate_expr(node.expr, node.lineno, f"attribute store .{node.attrname}")
-            self._link_value(node.expr, value)
+            self._store_into(node.expr, node.lineno, f"attribute store .{node.attrname}", value,
+                             node.attrname)
         elif isinstance(node, nodes.Subscript):
-            root = root_name(node.value)
-            if root in self.state.imports and not (self.function_mode and root in self.locals):
-                self.fx.module_state.add(node.value.as_string())  # os.environ[k] = v
             self.expression(node.value)
             self.expression(node.slice)
-            self.mutate_expr(node.value, node.lineno, "item store")
-            self._link_value(node.value, value)
+            self._store_into(node.value, node.lineno, "item store", value)
         else:
             self.expression(node)
 
-    def _link_value(self, container: nodes.NodeNG, value: nodes.NodeNG | None) -> None:
-        # storing x into obj makes obj contain x: later mutation of either shows in both
+    def _store_into(self, container: nodes.NodeNG, line: int, why: str,
+                    value: nodes.NodeNG | None, attribute: str | None = None) -> None:
+        """A store (or del) into an object: process-wide state, a module, a class, a value."""
         root = root_name(container)
-        if root and value is not None and not self.function_mode:
-            for other in value_roots(value):
-                if other != root and other not in self.state.imports:
-                    self.state.link(root, other)
-            self._hand_on_group(root)
-
-    # --- names -------------------------------------------------------------------------
-
-    def read(self, name: str) -> None:
-        """A load of `name`."""
-        if self.function_mode:
-            if name not in self.locals:
-                self.fx.reads.add(name)
+        local = self.function_mode and root in self.locals
+        kind = None if local else self._state_object(container)
+        if kind is None and attribute is not None and not local:
+            kind = kb.state_object(f"{self.qualify(container)}.{attribute}")
+        if kind is not None:  # plt.rcParams[k] = v, pd.options.display.max_rows = n
+            what = f"{container.as_string()}{'.' + attribute if attribute else '[...]'}"
+            self.fx.state_changes.append(StateChange(line, kind, what))
+            self.fx.module_state.add(what)
             return
-        if name not in self.definite:
-            self.fx.reads.add(name)
-        self.apply_use(name)
-
-    def write(self, name: str, value: nodes.NodeNG | None) -> None:
-        """A (re)binding of `name` to `value` (None: not a plain expression)."""
-        if self.function_mode:
-            if name in self.locals:
-                for other in value_roots(value) if value is not None else ():
-                    self.local_aliases.setdefault(name, set()).add(other)
-            else:
-                self.fx.writes.add(name)
+        if root in self.state.imports and not local:
+            qualified = self.qualify(container) or root
+            self.fx.module_state.add(qualified)
+            self.fx.holds.append(Hold(kb.family_of(qualified) or "*", line,
+                                      f"a store into {container.as_string()} changes the "
+                                      "module for every later cell that uses it"))
             return
-        self.fx.writes.add(name)
-        self.fx.deletes.discard(name)
-        state = self.state
-        state.definitions.pop(name, None)
-        state.const_strings.pop(name, None)
-        state.types.pop(name, None)
-        if self.depth > 0:
-            # may or may not happen: keep what was known of the old value (aliases, function
-            # effects) and learn nothing certain about the new one
-            for other in value_roots(value) if value is not None else ():
-                if other != name and other not in state.imports:
-                    state.link(name, other)
-            self._hand_on_group(name)
-            if isinstance(value, nodes.Lambda):
-                self._merge_function(name, value)
+        if self.function_mode and self._is_own_class(container):
+            self.class_mutated = True  # type(self).count += 1
+            self.mutate(self.owner_class or "", line, why)
             return
-        self.definite.add(name)
-        state.unlink(name)
-        state.forget(name)
-        if value is None:
+        self.mutate_expr(container, line, why)
+        if root is None or value is None or self.function_mode:
             return
-        if isinstance(value, nodes.Const) and isinstance(value.value, str):
-            state.const_strings[name] = value.value
-        known = self.syntactic_type(value)
-        if known:
-            state.types[name] = known
-        if self._immutable_items(value):
-            state.immutable_items.add(name)
-        if self._one_pass(value):
-            state.iterators.add(name)
-        if isinstance(value, nodes.Lambda):
-            state.functions[name] = summarize_function(value, state, self.cell_index, set())
-        for other in value_roots(value):
-            if (other != name and other not in state.imports and other not in state.functions
-                    and self._shares(value, other)):
-                state.link(name, other)
-        self._hand_on_group(name)
+        self.link_values(root, value)  # storing x into obj makes obj hold x
+        held = self.held_effects(value)
+        if held is not None:  # callbacks[name] = f: calling an item later runs f
+            previous = self.state.held_calls.get(root)
+            if previous is not None:
+                held.merge(previous)
+            self.state.held_calls[root] = held
 
-    def _shares(self, value: nodes.NodeNG, other: str) -> bool:
-        """Whether the value may hold `other`'s object (not just something made from it)."""
-        if isinstance(value, (nodes.Name, nodes.List, nodes.Tuple, nodes.Set, nodes.Dict,
-                              nodes.IfExp, nodes.Starred)):
-            return True  # the very same object, or a container holding it
-        known = self.state.types.get(other)
-        if known in kb.IMMUTABLE_TYPES:
-            return False  # nothing in it can change
-        if other in self.state.immutable_items:
-            return False  # its items are numbers or strings: sharing them changes nothing
-        # pandas 3 copies on write: what is derived from a frame never changes the frame
-        return not (known in ("pandas.DataFrame", "pandas.Series") and _PANDAS_COPIES_ON_WRITE)
-
-    def _one_pass(self, value: nodes.NodeNG) -> bool:
-        """The value is an iterator: whoever iterates it, or calls next() on it, uses it up."""
-        if isinstance(value, nodes.GeneratorExp):
-            return True
-        if not isinstance(value, nodes.Call):
+    def _is_own_class(self, node: nodes.NodeNG) -> bool:
+        """`type(self)`, `self.__class__` or the class's own name, in one of its methods."""
+        if self.owner_class is None:
             return False
-        qualified = self.qualify(value.func)
-        if qualified in kb.ITERATOR_FACTORIES or (qualified or "").startswith("itertools."):
-            return True
-        summary = (self.state.functions.get(value.func.name)
-                   if isinstance(value.func, nodes.Name) else None)
-        return summary is not None and summary.is_generator
-
-    def _immutable_items(self, value: nodes.NodeNG) -> bool:
-        """A collection whose items are all numbers or strings: range(...), [1, 'a'], ..."""
-        if isinstance(value, (nodes.List, nodes.Tuple, nodes.Set)):
-            return all(isinstance(e, nodes.Const) for e in value.elts)
-        if isinstance(value, nodes.Call) and isinstance(value.func, nodes.Name):
-            if value.func.name == "range":
-                return True
-            if value.func.name in ("list", "tuple", "sorted", "set") and len(value.args) == 1:
-                return self._immutable_items(value.args[0]) or (
-                    isinstance(value.args[0], nodes.Name)
-                    and value.args[0].name in self.state.immutable_items)
-        if isinstance(value, (nodes.ListComp, nodes.SetComp, nodes.GeneratorExp)):
-            element = value.elt
-            own = {n.name for g in value.generators
-                   for n in g.target.nodes_of_class(nodes.AssignName)}
-            sources = [g.iter for g in value.generators]
-            bare = isinstance(element, nodes.Name) and element.name in own
-            return bare and all(
-                self._immutable_items(s) or (isinstance(s, nodes.Name)
-                                             and s.name in self.state.immutable_items)
-                for s in sources)
-        return False
-
-    def _hand_on_group(self, name: str) -> None:
-        """A new alias: the cell hands on every member, so later cells load them together.
-
-        Loaded from different cells, two names for one object would become two objects.
-        """
-        for member in sorted(self.state.alias_group(name) - {name}):
-            if member not in self.definite:
-                self.fx.reads.add(member)
-            self.fx.mutates.add(member)
-            self.state.definitions.pop(member, None)
-
-    def _merge_function(self, name: str, value: nodes.Lambda) -> None:
-        summary = summarize_function(value, self.state, self.cell_index, set())
-        old = self.state.functions.get(name)
-        if old is not None:
-            summary.effects.merge(old.effects)
-        self.state.functions[name] = summary
-
-    def delete(self, name: str) -> None:
-        """`del name`."""
-        if self.function_mode:
-            return
-        if self.depth > 0:
-            # may or may not be deleted: later cells take it (or its absence) from this cell
-            self.fx.writes.add(name)
-            self.state.definitions.pop(name, None)
-            return
-        self.fx.deletes.add(name)
-        self.fx.writes.discard(name)
-        self.definite.discard(name)
-        self.state.unlink(name)
-        self.state.forget(name)
-
-    def mutate(self, name: str, line: int, why: str) -> None:
-        """The object bound to `name` may be modified in place."""
-        if name in self.item_roots:  # a comprehension variable: an item of its collection
-            for root in sorted(self.item_roots[name]):
-                self.mutate(root, line, f"{why} (an item of {root})")
-            return
-        if self.function_mode:
-            targets = {name} | self.local_aliases.get(name, set())
-            for target in targets:
-                if target in self.params:
-                    self.param_mutations.add(target)
-                elif target not in self.locals:
-                    self.fx.mutates.add(target)
-                    self.fx.reads.add(target)
-            return
-        if name in self.state.imports:
-            return
-        for member in sorted(self.state.alias_group(name)):
-            self.state.definitions.pop(member, None)  # its value is data from now on
-            if member not in self.definite:
-                self.fx.reads.add(member)
-            self.fx.mutates.add(member)
-            if member != name:
-                self.fx.notes.append((line, f"a change to {name} also changes {member}, which "
-                                            "shares its object"))
-
-    def mutate_expr(self, node: nodes.NodeNG, line: int, why: str) -> None:
-        """Mutation of the object an expression such as `a.b[0]` reaches from its root name."""
-        root = root_name(node)
-        if root is not None:
-            self.mutate(root, line, why)
-
-    def apply_use(self, name: str) -> None:
-        """A use of a user function or class: its body's effects happen here (late binding)."""
-        summary = self.state.functions.get(name)
-        if summary is None or name in self._applying:
-            return
-        self._applying.add(name)
-        try:
-            fx = summary.effects
-            for read in sorted(fx.reads):
-                self.read(read)
-            for written in sorted(fx.writes):
-                self.fx.writes.add(written)
-                self.fx.reads.add(written)  # conditionally rebound inside the function
-            for mutated in sorted(fx.mutates):
-                self.mutate(mutated, 0, f"call of {name}")
-            self.fx.rng |= fx.rng
-            self.fx.module_state |= fx.module_state
-            self.fx.literals |= fx.literals
-            self.fx.file_reads |= fx.file_reads
-            self.fx.file_writes |= fx.file_writes
-            self.fx.opaque_io.extend(fx.opaque_io)
-            self.fx.opaque_reads.extend(fx.opaque_reads)
-            self.fx.opaque_namespace.extend(fx.opaque_namespace)
-        finally:
-            self._applying.discard(name)
+        if isinstance(node, nodes.Name):
+            return node.name == self.owner_class
+        if isinstance(node, nodes.Attribute) and node.attrname == "__class__":
+            return isinstance(node.expr, nodes.Name) and node.expr.name in self.params[:1]
+        return (isinstance(node, nodes.Call) and isinstance(node.func, nodes.Name)
+                and node.func.name == "type" and len(node.args) == 1
+                and isinstance(node.args[0], nodes.Name)
+                and node.args[0].name in self.params[:1])
 
     def _outer_locals(self) -> set[str]:
         return set(self.locals) if self.function_mode else set()
@@ -527,8 +367,25 @@ class EffectWalker(FileEffects, ValueTypes):
         elif isinstance(node, (nodes.FunctionDef, nodes.ClassDef)):
             self.statement(node)
         else:
+            if isinstance(node, nodes.Attribute):
+                self._attribute_load(node)
             for child in node.get_children():
                 self.expression(child)
+
+    def _attribute_load(self, node: nodes.Attribute) -> None:
+        """Loading an attribute runs code when a class of the notebook makes it a property
+        with effects (or has an effectful __getattr__): the object may change."""
+        if self.function_mode:
+            return
+        root = root_name(node.expr)
+        if root is None or root in self.state.imports:
+            return
+        for name, summary in list(self.state.functions.items()):
+            hooks = summary.attribute_effects
+            if summary.is_class and (node.attrname in hooks or "*" in hooks):
+                self.apply_use(name)
+                self.mutate(root, node.lineno or 0, f".{node.attrname} runs a property of "
+                                                    f"{name}, which changes the object")
 
     def comprehension(self, node: nodes.NodeNG) -> None:
         """A comprehension: its targets are local to it; everything else is read.
@@ -584,225 +441,14 @@ class EffectWalker(FileEffects, ValueTypes):
             if not shadowed:
                 self.call(node, bound)
                 return
+            for item in item_roots_of(node.func, self.item_roots):  # handler() of handlers
+                if not self.function_mode:
+                    self._run_callable_value(item, node.lineno or 0)
         for child in node.get_children():
             self._comp_expr(child, bound)
 
-    # --- calls -------------------------------------------------------------------------
 
-    def call(self, node: nodes.Call, bound: set[str] | None = None) -> None:
-        """A call: reads, then what the callee is known to do."""
-        sub = (lambda n: self._comp_expr(n, bound)) if bound else self.expression
-        func = node.func
-        sub(func.expr if isinstance(func, nodes.Attribute) else func)
-        for arg in node.args:
-            sub(arg)
-        for keyword in node.keywords or ():
-            sub(keyword.value)
-        qualified = self.qualify(func)
-        line = node.lineno or 0
-        self._opaque_namespace(node, qualified, line)
-        self._hidden_rng(qualified)
-        self._files(node, qualified, line)
-        if qualified in kb.MUTATING_FUNCTIONS:
-            for position in kb.MUTATING_FUNCTIONS[qualified]:
-                if position < len(node.args):
-                    self.mutate_expr(node.args[position], line, f"{qualified}()")
-        if qualified in kb.MODULE_STATE_SETTERS:
-            self.fx.module_state.add(qualified)
-        if qualified == "next" and node.args and isinstance(node.args[0], nodes.Name):
-            self.mutate_expr(node.args[0], line, "next() advances the iterator")
-        if qualified and qualified.startswith("numpy.") and qualified.endswith(".at") and (
-                node.args):  # np.add.at(a, i, 1) changes a in place
-            self.mutate_expr(node.args[0], line, f"{qualified}()")
-        for keyword in node.keywords or ():
-            if keyword.arg == "out":  # numpy's out=: the result is written into that array
-                self.mutate_expr(keyword.value, line, f"out= of {qualified or 'a call'}")
-            elif keyword.arg == "file" and qualified == "print":
-                self.mutate_expr(keyword.value, line, "print(file=...) writes to it")
-        if isinstance(func, nodes.Name):
-            self._user_call(func.name, node, line)
-        elif isinstance(func, nodes.Attribute):
-            self._method_call(node, func, line)
-
-    def _opaque_namespace(self, node: nodes.Call, qualified: str | None, line: int) -> None:
-        if qualified in ("exec", "eval", "globals", "locals") or (
-                qualified == "vars" and not node.args):
-            self.fx.opaque_namespace.append((line, f"{qualified}() reads or writes variables "
-                                                   "the analysis cannot see"))
-        elif (qualified in ("setattr", "delattr") and node.args
-              and root_name(node.args[0]) in self.state.imports):
-            self.fx.opaque_namespace.append((line, f"{qualified}() on a module changes state "
-                                                   "no step can pass on"))
-
-    def _user_call(self, name: str, node: nodes.Call, line: int) -> None:
-        if self.function_mode and name in self.locals:
-            return
-        summary = self.state.functions.get(name)
-        if summary is None:
-            unknown = (self.function_mode and name not in BUILTIN_NAMES
-                       and name not in self.state.imports)
-            if unknown:  # a global callable not known yet (defined later): assume the worst
-                for arg in [*node.args, *(k.value for k in node.keywords or ())]:
-                    self.mutate_expr(arg, line, f"{name}() may modify its argument")
-            return
-        if not summary.param_mutations:
-            return
-        starred = any(isinstance(a, nodes.Starred) for a in node.args)
-        rest = summary.param_mutations - set(summary.positional)  # *args and keyword-only
-        for position, arg in enumerate(node.args):
-            within = position < len(summary.positional)
-            if starred or (summary.positional[position] in summary.param_mutations if within
-                           else bool(rest)):
-                self.mutate_expr(arg, line, f"{name}() modifies its argument")
-        for keyword in node.keywords or ():
-            if keyword.arg in summary.param_mutations or keyword.arg is None:
-                self.mutate_expr(keyword.value, line, f"{name}() modifies its argument")
-
-    def _method_call(self, node: nodes.Call, func: nodes.Attribute, line: int) -> None:
-        receiver = func.expr
-        root = root_name(receiver)
-        if root is None:
-            return
-        if root in self.state.imports and not self.function_mode:
-            return  # a module's function, not a method of a notebook value
-        method = func.attrname
-        inplace = any(
-            k.arg == "inplace" and not (isinstance(k.value, nodes.Const) and not k.value.value)
-            for k in node.keywords or ()
-        )
-        if method in kb.MUTATING_METHODS or inplace:
-            self.mutate(root, line, f".{method}()")
-            return
-        if chain_has_call(receiver):
-            return
-        self._apply_methods_named(method)
-        if self.function_mode:
-            self.mutate(root, line, f".{method}() on a value of unknown type")
-            return
-        kind = self.type_of(receiver)
-        element = kind is None and not isinstance(receiver, nodes.Name)
-        if element and self.state.types.get(root) in CONTAINERS_OF_KNOWN:
-            kind = "numpy.ndarray"  # an element or column of an array or frame is one too
-        if method in kb.TYPE_MUTATING_METHODS.get(kind or "", ()):
-            self.mutate(root, line, f".{method}()")
-            return
-        if kind is not None and (kind in kb.KNOWN_TYPES or kind in kb.IMMUTABLE_TYPES):
-            return
-        if kind == "module":
-            return
-        self.mutate(root, line, f".{method}() on {root}, whose type is not known, may modify it")
-        self.fx.notes.append(
-            (line, f"{root}.{method}() counted as a possible mutation of {root} "
-                   "(type not inferred)")
-        )
-
-    def _apply_methods_named(self, method: str) -> None:
-        for name, summary in list(self.state.functions.items()):
-            if summary.is_class and method in summary.methods:
-                self.apply_use(name)
-
-    def qualify(self, func: nodes.NodeNG) -> str | None:
-        """The dotted name a callee resolves to through imports (`np.save` -> numpy.save)."""
-        parts: list[str] = []
-        node = func
-        while isinstance(node, nodes.Attribute):
-            parts.append(node.attrname)
-            node = node.expr
-        if not isinstance(node, nodes.Name):
-            return None
-        base = self.state.imports.get(node.name)
-        if base is None:
-            if parts or node.name in self.state.functions:
-                return None
-            return node.name if node.name in BUILTIN_NAMES else None
-        return ".".join([base, *reversed(parts)])
-
-    # --- hidden state and files --------------------------------------------------------
-
-    def _hidden_rng(self, qualified: str | None) -> None:
-        if not qualified:
-            return
-        module, _, attr = qualified.rpartition(".")
-        if module in kb.RNG_STATE and attr not in kb.RNG_SAFE[module]:
-            self.fx.rng.add(kb.RNG_STATE[module])
-
-def summarize_function(
-    node: nodes.FunctionDef | nodes.Lambda,
-    state: NamespaceState,
-    cell_index: int,
-    outer_locals: set[str],
-) -> FunctionSummary:
-    """The call-time effects of a function body on globals and on its parameters."""
-    args = node.args
-    params: list[str] = []
-    if isinstance(args, nodes.Arguments):
-        for group in (args.posonlyargs, args.args, args.kwonlyargs):
-            params.extend(a.name for a in group or [])
-        params.extend(a for a in (args.vararg, args.kwarg) if a)
-    declared_global = {n for g in node.nodes_of_class(nodes.Global) for n in g.names
-                       if g.scope() is node}
-    local_names = (set(node.locals) - declared_global) | outer_locals | set(params)
-    walker = EffectWalker(state, cell_index, None, local_names, tuple(params))
-    if isinstance(node, nodes.Lambda):
-        walker.expression(node.body)
-    else:
-        walker.statements(node.body)
-    name = getattr(node, "name", "<lambda>")
-    decorators = frozenset(
-        _decorator_name(d)
-        for d in (node.decorators.nodes if getattr(node, "decorators", None) else []))
-    generator = isinstance(node, nodes.FunctionDef) and node.is_generator()
-    positional, mutable = _defaults(args)
-    return FunctionSummary(name, cell_index, walker.fx, tuple(params),
-                           frozenset(walker.param_mutations), decorators=decorators,
-                           is_generator=generator, positional=positional,
-                           mutable_defaults=mutable)
-
-
-def _defaults(args: nodes.NodeNG) -> tuple[tuple[str, ...], frozenset[str]]:
-    """(positional parameters, those whose default is a fresh mutable value made once)."""
-    if not isinstance(args, nodes.Arguments):
-        return (), frozenset()
-    positional = [a.name for a in [*(args.posonlyargs or []), *(args.args or [])]]
-    pairs = list(zip(reversed(positional), reversed(args.defaults or []), strict=False))
-    pairs += [(a.name, d) for a, d in zip(args.kwonlyargs or [], args.kw_defaults or [],
-                                          strict=False) if d is not None]
-    mutable = frozenset(name for name, default in pairs if isinstance(
-        default, (nodes.List, nodes.Dict, nodes.Set, nodes.Call, nodes.ListComp,
-                  nodes.DictComp, nodes.SetComp)))
-    return tuple(positional), mutable
-
-
-def _decorator_name(decorator: nodes.NodeNG) -> str:
-    """`functools.lru_cache(maxsize=None)` -> "lru_cache"."""
-    if isinstance(decorator, nodes.Call):
-        decorator = decorator.func
-    if isinstance(decorator, nodes.Attribute):
-        return decorator.attrname
-    return getattr(decorator, "name", "")
-
-
-def summarize_class(
-    node: nodes.ClassDef, state: NamespaceState, cell_index: int, outer: EffectWalker
-) -> FunctionSummary:
-    """A class: its body runs now (reads go to `outer`); its methods' effects go with the class."""
-    effects = Effects()
-    methods: set[str] = set()
-    for stmt in node.body:
-        if isinstance(stmt, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
-            methods.add(stmt.name)
-            outer._definition_time(stmt)
-            summary = summarize_function(stmt, state, cell_index, set())
-            effects.merge(summary.effects)
-        elif isinstance(stmt, nodes.ClassDef):
-            inner = summarize_class(stmt, state, cell_index, outer)
-            effects.merge(inner.effects)
-        else:
-            class_locals = set(node.locals)
-            for name_node in stmt.nodes_of_class(nodes.Name):
-                if name_node.name not in class_locals:
-                    outer.read(name_node.name)
-    return FunctionSummary(node.name, cell_index, effects, (), frozenset(),
-                           frozenset(methods), is_class=True)
-
-
+def item_roots_of(func: nodes.NodeNG, item_roots: dict[str, set[str]]) -> set[str]:
+    """The collections a comprehension variable called as a function is an item of."""
+    root = root_name(func)
+    return set(item_roots.get(root, ())) if root else set()

@@ -50,9 +50,27 @@ def step_spec(workflow: Workflow, step: Step) -> dict:
         "uncacheable": step.sees_all_files,  # may depend on files outside its inputs
         "plan": step.plan.to_json() if step.plan is not None and step.is_skeleton_part else None,
         "training": step.training.to_json() if step.training is not None else None,
-        "rebuild": [{"cell": cell, "code": code} for cell, code in step.rebuild],
-        "seed": step.seed,
+        "settings": _replayed_settings(workflow, step),
+        "by_value": _data_definitions(workflow),
+        "skipped_magics": list(workflow.skipped_magics),
     }
+
+
+def _data_definitions(workflow: Workflow) -> list[str]:
+    """Functions and classes some step hands on as values (a class whose attribute a method
+    changed, a function that filled its default): pickled with their state, never by name."""
+    defined = {name for replay in workflow.replays for name in replay.names}
+    handed = {var for step in workflow.steps for var in step.outputs}
+    return sorted(defined & handed)
+
+
+def _replayed_settings(workflow: Workflow, step: Step) -> list[dict]:
+    """Settings of earlier cells outside the step, replayed before the cells that follow."""
+    inside = {cell.index for cell in step.cells}
+    last = step.cells[-1].index
+    return [{"key": s.key, "cell": s.cell_index, "code": s.code, "owners": list(s.owners),
+             "requires": list(s.requires)}
+            for s in workflow.settings if s.cell_index < last and s.cell_index not in inside]
 
 
 def file_plan(workflow: Workflow, step: Step) -> list[dict]:

@@ -1,4 +1,8 @@
-"""IPython magics and `!shell` lines, converted by IPython's own input transformer."""
+"""IPython magics and `!shell` lines, converted by IPython's own input transformer.
+
+Every magic is accepted: a step runs it with IPython's own shell, as the kernel does. What a
+magic does to the program is the analysis' business (analysis/knowledge/magics.py).
+"""
 
 from __future__ import annotations
 
@@ -9,25 +13,13 @@ from IPython.core.inputtransformer2 import TransformerManager
 from nb2cwl.errors import CellSyntaxError, Location
 from nb2cwl.frontend.model import Magic
 
-#: Magics a step can run outside Jupyter (the runtime's shim implements them).
-SUPPORTED_LINE_MAGICS = frozenset(
-    {"matplotlib", "config", "load_ext", "reload_ext", "autoreload", "aimport", "env",
-     "pip", "conda"}
-)
-SUPPORTED_CELL_MAGICS = frozenset(
-    {"writefile", "bash", "sh", "script", "html", "HTML", "markdown", "latex", "svg",
-     "javascript", "js"}
-)
-#: Magics accepted but not executed in a step (environment set-up belongs to the image).
-SKIPPED_MAGICS = frozenset({"pip", "conda"})
-
 _transformer = TransformerManager()
 TOO_DEEP = ("the cell is nested too deeply for Python to compile (it fails in Jupyter too); "
             "split the expression")
 
 
 def convert_cell(source: str, where: Location) -> tuple[str, tuple[Magic, ...]]:
-    """Return the cell's Python code and the magics in it; unsupported magics raise."""
+    """Return the cell's Python code and the magics in it."""
     try:
         code = _transformer.transform_cell(source)
     except SyntaxError as exc:  # IPython raises for malformed magic syntax
@@ -39,14 +31,6 @@ def convert_cell(source: str, where: Location) -> tuple[str, tuple[Magic, ...]]:
         magics = tuple(find_magics(code))
     except (RecursionError, MemoryError):
         raise CellSyntaxError(TOO_DEEP, where) from None
-    for magic in magics:
-        known = SUPPORTED_CELL_MAGICS if magic.kind == "cell" else SUPPORTED_LINE_MAGICS
-        if magic.kind != "shell" and magic.name not in known:
-            raise CellSyntaxError(
-                f"the magic %{'%' if magic.kind == 'cell' else ''}{magic.name} cannot run outside "
-                "Jupyter; remove it or move the work into Python code",
-                _at(where, magic.line),
-            )
     return code, magics
 
 

@@ -39,6 +39,24 @@ class Replay:
 
 
 @dataclass(frozen=True)
+class Setting:
+    """A statement that changed process-wide state (pandas' options, matplotlib's style, a
+    warning filter), which later steps run again before the cells that follow it.
+
+    A step replays it once one of `owners` is imported there ("" means at once): a library
+    a step never imports cannot show the state.
+    """
+
+    key: str
+    cell_index: int
+    line: int
+    code: str
+    owners: tuple[str, ...]
+    kinds: tuple[str, ...]  # what it changes, for explain
+    requires: tuple[str, ...] = ()  # keys of the Replays it needs first
+
+
+@dataclass(frozen=True)
 class StepInput:
     """A value a step loads: variable, `rng:*` state or `file:<path>`, and where it comes from.
 
@@ -139,8 +157,6 @@ class Step:
     #                              the split/map/gather steps made from them)
     resources: Resources = Resources()  # cores, memory, GPUs and nodes the step needs
     training: TrainingPlan | None = None  # a training cell run under a tf.distribute strategy
-    rebuild: tuple[tuple[int, str], ...] = ()  # (cell, code): tf.data pipelines built again
-    seed: str | None = None  # the notebook's TensorFlow seed expression in force at the step
 
     @property
     def first_cell(self) -> int:
@@ -202,6 +218,8 @@ class Workflow:
     skeletons: tuple[str, ...] = ()
     fallbacks: tuple[Fallback, ...] = ()
     diagnostics: tuple = field(default=())
+    settings: tuple[Setting, ...] = ()  # replayed in later steps, in notebook order
+    skipped_magics: tuple[str, ...] = ()  # magics a step does not run (%pip, %tensorboard)
 
     def step(self, name: str) -> Step:
         """The step called `name`."""

@@ -13,6 +13,7 @@ from nb2cwl.ir.model import (
     Fallback,
     MapPlan,
     Replay,
+    Setting,
     Step,
     StepInput,
     TrainingPlan,
@@ -21,36 +22,30 @@ from nb2cwl.ir.model import (
 
 
 def build_workflow(flow: Dataflow) -> Workflow:
-    """One step per code cell (definition-only cells are replayed, not run as steps)."""
+    """One step per code cell, except where cells must share one: the cells the analysis keeps
+    together, and those a user tags with the same name (definition-only cells are replayed,
+    not run as steps)."""
     notebook = flow.analysis.notebook
-    groups: dict[str, list[int]] = {}  # step name -> cell indices
-    step_of: dict[int, str] = {}
     counts: dict[int, int] = {}
-    count = 0
     opaque = [(c.index, line, what) for c in flow.cells
               for line, what in c.analysis.effects.opaque_namespace]
-    for cell_flow in flow.cells:
-        analysis = cell_flow.analysis
-        count += 1
-        counts[analysis.cell.index] = count
-        if opaque:  # the safe form: every cell in order, in one step, as in Jupyter
-            groups.setdefault(WHOLE_NOTEBOOK, []).append(analysis.cell.index)
-            step_of[analysis.cell.index] = WHOLE_NOTEBOOK
-            continue
-        if analysis.definition_only and analysis.directives.step_name is None:
-            continue
-        wanted = analysis.directives.step_name
-        name = _step_name(wanted) if wanted else f"cell_{analysis.cell.index}"
-        groups.setdefault(name, []).append(analysis.cell.index)
-        step_of[analysis.cell.index] = name
+    for count, cell_flow in enumerate(flow.cells, start=1):
+        counts[cell_flow.index] = count
+    step_of, merged_why = _group_cells(flow, bool(opaque))
+    groups: dict[str, list[int]] = {}
+    for index, name in step_of.items():
+        groups.setdefault(name, []).append(index)
     replays: dict[str, Replay] = {}
     for cell_flow in flow.cells:
         for definition in cell_flow.replay:
             _collect_replay(definition, replays)
         for definition in cell_flow.analysis.definitions.values():
             _collect_replay(definition, replays)
+    for setting in flow.settings:
+        for definition in setting.requires:
+            _collect_replay(definition, replays)
     steps = [
-        _make_step(name, indices, flow, step_of, counts)
+        _make_step(name, sorted(indices), flow, step_of, counts, merged_why.get(name, ()))
         for name, indices in groups.items()
     ]
     _check_merges(flow, step_of, notebook.name)
@@ -62,6 +57,11 @@ def build_workflow(flow: Dataflow) -> Workflow:
     views = _cell_views(flow, step_of)
     steps.sort(key=lambda s: s.first_cell)
     diagnostics = list(flow.diagnostics)
+    sequential = [Fallback(c.index, f"line {c.analysis.skeleton.line}: the loop runs "
+                                    f"sequentially: its cell shares step {step_of[c.index]} "
+                                    "with other cells (see that step's reasons)")
+                  for c in flow.cells if c.analysis.skeleton is not None
+                  and len(groups.get(step_of.get(c.index, ""), ())) > 1]
     return Workflow(
         notebook_name=notebook.name,
         notebook_path=notebook.path,
@@ -74,13 +74,82 @@ def build_workflow(flow: Dataflow) -> Workflow:
         fallbacks=tuple(
             [Fallback(b.cell_index, f"line {b.line}: {b.reason}; the loop runs sequentially")
              for c in flow.cells for b in c.analysis.blocked]
+            + sequential
             + [Fallback(index, f"line {line}: {what}; the whole notebook runs as one "
                                "sequential step") for index, line, what in opaque]
             + [Fallback(c.index, f"line {c.analysis.training.line}: "
                                  f"{c.analysis.training.detail}")
                for c in flow.cells if c.analysis.training is not None
                and c.analysis.training.kind == "tf1_session"]),
+        settings=tuple(Setting(s.key, s.cell_index, s.line, s.code, s.owners, s.kinds,
+                               tuple(d.key for d in s.requires)) for s in flow.settings),
+        skipped_magics=tuple(sorted({m for c in flow.cells
+                                     for m in _skipped(c.analysis.effects.skipped_magics)})),
     )
+
+
+def _skipped(found: list[tuple[int, str]]) -> list[str]:
+    """The names of the magics a step does not run (from the analysis' reasons)."""
+    return [why.split()[0].lstrip("%") for _, why in found]
+
+
+def _group_cells(flow: Dataflow, whole: bool) -> tuple[dict[int, str], dict[str, tuple]]:
+    """The step each cell runs in, and why cells share a step.
+
+    Cells join when the analysis keeps them together (a contiguous range) or a user tags them
+    with the same name; definition-only and empty cells are no step of their own unless
+    tagged."""
+    runs = [c for c in flow.cells
+            if (not (c.analysis.definition_only or c.analysis.empty)
+                or c.analysis.directives.step_name is not None)]
+    if whole:  # the safe form: every cell in order, in one step, as in Jupyter
+        return {c.index: WHOLE_NOTEBOOK for c in flow.cells}, {}
+    parent = {c.index: c.index for c in runs}
+
+    def find(index: int) -> int:
+        while parent[index] != index:
+            parent[index] = parent[parent[index]]
+            index = parent[index]
+        return index
+
+    def union(a: int, b: int) -> None:
+        parent[find(a)] = find(b)
+
+    tagged: dict[str, int] = {}
+    for cell_flow in runs:
+        wanted = cell_flow.analysis.directives.step_name
+        if wanted is not None:
+            if wanted in tagged:
+                union(cell_flow.index, tagged[wanted])
+            tagged.setdefault(wanted, cell_flow.index)
+    why: dict[int, list[str]] = {}
+    for kept in flow.together:
+        members = [c.index for c in runs if kept.first <= c.index <= kept.last]
+        for index in members[1:]:
+            union(index, members[0])
+        if members:
+            why.setdefault(members[0], []).extend(kept.describe())
+    components: dict[int, list[int]] = {}
+    for cell_flow in runs:
+        components.setdefault(find(cell_flow.index), []).append(cell_flow.index)
+    step_of: dict[int, str] = {}
+    reasons: dict[str, tuple] = {}
+    for members in components.values():
+        members.sort()
+        tags = [flow.cell(i).analysis.directives.step_name for i in members]
+        tag = next((t for t in tags if t is not None), None)
+        if tag is not None:
+            name = _step_name(tag)
+        elif len(members) > 1:
+            name = f"cells_{members[0]}_to_{members[-1]}"
+        else:
+            name = f"cell_{members[0]}"
+        for index in members:
+            step_of[index] = name
+        kept = [r for i in members for r in why.get(i, [])]
+        if kept:
+            reasons[name] = tuple(f"kept together: {r}" for r in dict.fromkeys(kept))
+    return step_of, reasons
 
 
 WHOLE_NOTEBOOK = "whole_notebook"
@@ -88,7 +157,7 @@ WHOLE_NOTEBOOK = "whole_notebook"
 
 def _make_step(
     name: str, indices: list[int], flow: Dataflow, step_of: dict[int, str],
-    counts: dict[int, int],
+    counts: dict[int, int], kept: tuple[str, ...] = (),
 ) -> Step:
     cells = [flow.cell(i) for i in indices]
     inside = set(indices)
@@ -121,25 +190,22 @@ def _make_step(
                  counts[c.index], _quiet(c.analysis.cell.source))
         for c in cells
     )
+    tags = sorted({c.analysis.directives.step_name for c in cells
+                   if c.analysis.directives.step_name is not None})
     if name == WHOLE_NOTEBOOK:
         reasons: tuple[str, ...] = ("the analysis cannot follow some cell's effects on the "
                                     "namespace: every cell runs in order in this one step",)
-    elif len(indices) > 1:
-        reasons = (f"cells {', '.join(map(str, indices))} merged by tag nb2cwl:step={name}",)
+    elif tags and len(indices) > 1:
+        reasons = (f"cells {', '.join(map(str, indices))} merged by tag "
+                   f"nb2cwl:step={', '.join(tags)}", *kept)
     else:
-        reasons = ()
+        reasons = kept
     kept_groups = tuple(g for g in sorted(groups) if len(set(g) & outputs) > 1)
     plan = _plan(cells[0].analysis.skeleton) if len(cells) == 1 else None
     training = None if name == WHOLE_NOTEBOOK else _training(cells, flow)
-    rebuild = tuple(dict.fromkeys(item for c in cells for item in c.rebuild
-                                  if item[0] not in inside))
-    if rebuild:
-        reasons += (f"rebuilds the tf.data pipeline(s) of cell(s) "
-                    f"{', '.join(sorted({str(c) for c, _ in rebuild}))} (they cannot be saved)",)
     return Step(name, code, tuple(sorted(inputs.values(), key=lambda i: i.var)),
                 tuple(sorted(outputs)), tuple(replay), kept_groups, writes_files, sees_all,
-                target, reasons, plan=plan, training=training, rebuild=rebuild,
-                seed=_last_seed(flow, cells[0].index - 1))
+                target, reasons, plan=plan, training=training)
 
 
 def _training(cells: list, flow: Dataflow) -> TrainingPlan | None:
@@ -150,7 +216,7 @@ def _training(cells: list, flow: Dataflow) -> TrainingPlan | None:
             continue
         return TrainingPlan(site.kind, cell_flow.index, site.line, site.models,
                             step_function=site.step_function,
-                            seed=_last_seed(flow, cell_flow.index))
+                            seed=_last_seed(flow, cells[0].index - 1))
     return None
 
 
@@ -217,7 +283,8 @@ def _cell_views(flow: Dataflow, step_of: dict[int, str]) -> tuple[CellView, ...]
             views.append(CellView(cell.index, cell.cell_id, "code", role, None))
             continue
         analysis = cell_flow.analysis
-        role = "step" if cell.index in step_of else "definitions"
+        role = ("step" if cell.index in step_of
+                else "empty" if analysis.empty else "definitions")
         notes = [f"line {line}: {text}" if line else text for line, text in analysis.effects.notes]
         notes += [f"line {line}: {text}" if line else text
                   for line, text in [*analysis.effects.opaque_io,

@@ -46,8 +46,7 @@ def _fusable(producer: Step, consumer: Step) -> bool:
     return (not producer.is_skeleton_part and not consumer.is_skeleton_part
             and consumer.depends_on() == (producer.name,)
             and producer.target == consumer.target
-            and producer.training is None and consumer.training is None
-            and not producer.rebuild and not consumer.rebuild)
+            and producer.training is None and consumer.training is None)
 
 
 def _merge(chain: list[Step]) -> Step:

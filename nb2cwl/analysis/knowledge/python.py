@@ -1,8 +1,10 @@
-"""What the analysis knows about common libraries: mutating methods, file I/O, RNG, handles."""
+"""Python itself and its standard library: builtins, methods of the built-in types, stdlib."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
+
+from nb2cwl.analysis.knowledge.model import TOGETHER, FileCall, Library, StateKind
 
 #: Methods that modify their receiver whatever its type (list, dict, set, deque, ndarray, ...).
 MUTATING_METHODS = frozenset(
@@ -15,6 +17,10 @@ MUTATING_METHODS = frozenset(
         "move_to_end", "shuffle", "seed",
     }
 )
+
+#: Methods that put their argument into the receiver (a later change to it changes both).
+STORING_METHODS = frozenset({"append", "add", "extend", "insert", "update", "setdefault",
+                             "appendleft", "extendleft", "put", "push", "register"})
 
 #: Types whose methods are known: only MUTATING_METHODS (or inplace=True) modify them.
 KNOWN_TYPES = frozenset(
@@ -45,44 +51,11 @@ CONSTRUCTOR_TYPES: dict[str, str] = {
     "collections.OrderedDict": "collections.OrderedDict",
     "collections.defaultdict": "collections.defaultdict",
 }
-#: Module prefixes whose functions return arrays or frames (np.zeros, pd.read_csv, ...).
-CONSTRUCTOR_PREFIXES: dict[str, str] = {
-    "numpy.": "numpy.ndarray",
-    "pandas.read_": "pandas.DataFrame",
-}
-
-#: Library functions that modify an argument: qualified name -> argument positions.
-MUTATING_FUNCTIONS: dict[str, tuple[int, ...]] = {
-    "random.shuffle": (0,),
-    "numpy.random.shuffle": (0,),
-    "numpy.copyto": (0,),
-    "numpy.fill_diagonal": (0,),
-    "numpy.put": (0,),
-    "numpy.place": (0,),
-    "numpy.putmask": (0,),
-    "numpy.put_along_axis": (0,),
-    "heapq.heappush": (0,),
-    "heapq.heappop": (0,),
-    "heapq.heapify": (0,),
-    "bisect.insort": (0,),
-    "setattr": (0,),
-    "delattr": (0,),
-}
 
 #: Methods that modify values of one known type only (DataFrame.subtract returns a new frame).
 TYPE_MUTATING_METHODS: dict[str, frozenset[str]] = {
     "collections.Counter": frozenset({"subtract"}),
 }
-
-#: Calls that change a module's global state (settings, registries, the environment).
-MODULE_STATE_SETTERS = frozenset(
-    {"numpy.set_printoptions", "numpy.seterr", "pandas.set_option", "pandas.reset_option",
-     "warnings.warn", "warnings.filterwarnings", "warnings.simplefilter",
-     "warnings.resetwarnings", "os.chdir", "os.putenv", "os.unsetenv",
-     "sys.setrecursionlimit", "locale.setlocale", "logging.basicConfig",
-     "logging.disable", "matplotlib.rc", "matplotlib.use", "matplotlib.pyplot.rc",
-     "decimal.setcontext", "socket.setdefaulttimeout"}
-)
 
 #: Decorators known to keep state between calls (a cache): calls are not independent.
 STATEFUL_DECORATORS = frozenset({"lru_cache", "cache", "cached", "memoize", "memoized"})
@@ -90,15 +63,9 @@ STATEFUL_DECORATORS = frozenset({"lru_cache", "cache", "cached", "memoize", "mem
 #: Calls whose result is a one-pass iterator (with generator functions and expressions).
 ITERATOR_FACTORIES = frozenset({"iter", "map", "filter", "zip", "enumerate", "reversed", "open"})
 
-#: Heavy packages astroid must not parse to infer types (seconds each); handled syntactically.
-INFERENCE_DENYLIST = frozenset(
-    {"pandas", "tensorflow", "keras", "torch", "sklearn", "scipy", "matplotlib", "seaborn",
-     "jax", "transformers", "polars", "pyarrow", "statsmodels", "xgboost", "lightgbm"}
-)
-
-# --- hidden state: random number generators ---------------------------------------------
-
-#: Names in these modules that do not touch the module's global generator.
+#: Random-number generators of modules whose functions draw from one global state.
+RNG_STATE = {"random": "rng:random", "numpy.random": "rng:numpy"}
+#: Names in those modules that do not touch the module's global generator.
 RNG_SAFE = {
     "random": frozenset({"Random", "SystemRandom"}),
     "numpy.random": frozenset(
@@ -106,47 +73,7 @@ RNG_SAFE = {
          "PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"}
     ),
 }
-RNG_STATE = {"random": "rng:random", "numpy.random": "rng:numpy"}
 
-# --- files -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FileCall:
-    """How a call touches a file: which argument holds the path, and whether it reads/writes."""
-
-    mode: str  # "r", "w" or "rw"
-    position: int = 0
-    keyword: str | None = None
-
-
-#: Qualified functions (module functions) that read or write a path argument.
-FILE_FUNCTIONS: dict[str, FileCall] = {
-    "numpy.save": FileCall("w", 0, "file"), "numpy.savez": FileCall("w", 0, "file"),
-    "numpy.savez_compressed": FileCall("w", 0, "file"),
-    "numpy.savetxt": FileCall("w", 0, "fname"), "numpy.load": FileCall("r", 0, "file"),
-    "numpy.loadtxt": FileCall("r", 0, "fname"), "numpy.genfromtxt": FileCall("r", 0, "fname"),
-    "numpy.fromfile": FileCall("r", 0, "file"),
-    "pandas.read_csv": FileCall("r", 0, "filepath_or_buffer"),
-    "pandas.read_table": FileCall("r", 0, "filepath_or_buffer"),
-    "pandas.read_json": FileCall("r", 0, "path_or_buf"),
-    "pandas.read_parquet": FileCall("r", 0, "path"),
-    "pandas.read_excel": FileCall("r", 0, "io"),
-    "pandas.read_pickle": FileCall("r", 0, "filepath_or_buffer"),
-    "pandas.read_feather": FileCall("r", 0, "path"),
-    "pandas.read_hdf": FileCall("r", 0, "path_or_buf"),
-    "matplotlib.pyplot.savefig": FileCall("w", 0, "fname"),
-    "matplotlib.pyplot.imread": FileCall("r", 0, "fname"),
-    "matplotlib.pyplot.imsave": FileCall("w", 0, "fname"),
-    "joblib.dump": FileCall("w", 1, "filename"), "joblib.load": FileCall("r", 0, "filename"),
-    "torch.save": FileCall("w", 1, "f"), "torch.load": FileCall("r", 0, "f"),
-    "keras.models.load_model": FileCall("r", 0, "filepath"),
-    "tensorflow.keras.models.load_model": FileCall("r", 0, "filepath"),
-    "os.remove": FileCall("w", 0), "os.unlink": FileCall("w", 0),
-    "os.makedirs": FileCall("w", 0, "name"), "os.mkdir": FileCall("w", 0, "path"),
-    "shutil.copy": FileCall("w", 1, "dst"), "shutil.copyfile": FileCall("w", 1, "dst"),
-    "shutil.rmtree": FileCall("w", 0, "path"),
-}
 #: Methods that read or write a path argument whatever the receiver (df.to_csv, fig.savefig).
 FILE_METHODS: dict[str, FileCall] = {
     "to_csv": FileCall("w", 0, "path_or_buf"), "to_json": FileCall("w", 0, "path_or_buf"),
@@ -160,9 +87,7 @@ FILE_METHODS: dict[str, FileCall] = {
     "read_text": FileCall("r"), "read_bytes": FileCall("r"),
 }
 #: Methods whose path is optional: without a path argument they return a value, not a file.
-OPTIONAL_PATH_METHODS = frozenset(
-    {"to_csv", "to_json", "to_markdown", "to_html"}
-)
+OPTIONAL_PATH_METHODS = frozenset({"to_csv", "to_json", "to_markdown", "to_html"})
 #: Calls that run other programs or touch files in ways the analysis cannot follow.
 OPAQUE_IO_FUNCTIONS = frozenset(
     {"os.system", "os.popen", "os.chdir", "os.rename", "os.replace", "subprocess.run",
@@ -175,9 +100,7 @@ OPAQUE_READ_FUNCTIONS = frozenset(
      "os.path.isfile", "os.path.isdir", "os.path.getsize", "os.stat"}
 )
 
-# --- values that cannot travel between steps ----------------------------------------------
-
-#: Constructors whose results cannot be serialized, with a remedy.
+#: Constructors whose results cannot be serialized, with what they are.
 UNSERIALIZABLE_CONSTRUCTORS: dict[str, str] = {
     "open": "an open file",
     "socket.socket": "a socket",
@@ -189,3 +112,60 @@ UNSERIALIZABLE_CONSTRUCTORS: dict[str, str] = {
     "subprocess.Popen": "a running process",
     "tensorflow.data.Dataset.from_tensor_slices": "a tf.data.Dataset",
 }
+
+#: Calls whose effect depends on what the same process did before: run in several processes,
+#: they behave differently (a warning is shown once per place and process).
+LOOP_STATE_CALLS = frozenset({"warnings.warn"})
+
+# --- process-wide state of the standard library ------------------------------------------
+
+WARNINGS = StateKind("warning filters", "", observers="all")
+LOGGING = StateKind("logging configuration", "logging", observers="all")
+ENVIRONMENT = StateKind("environment variables (os.environ)", "", observers="all")
+IMPORT_PATH = StateKind("the module search path (sys.path)", "", observers="all")
+WORKING_DIRECTORY = StateKind("the working directory", "", TOGETHER, "all")
+INTERPRETER = StateKind("interpreter settings (recursion limit, locale, default timeout)",
+                        "", observers="all")
+DECIMAL = StateKind("the decimal module's context", "decimal", TOGETHER, "all")
+PROCESS = StateKind("process-wide hooks (signal handlers, exit hooks, the garbage collector)",
+                    "", TOGETHER, "all")
+
+STDLIB = Library(
+    family="python",
+    modules=(*sorted(sys.stdlib_module_names), "builtins"),
+    settings={
+        "warnings.filterwarnings": WARNINGS, "warnings.simplefilter": WARNINGS,
+        "warnings.resetwarnings": WARNINGS,
+        "logging.basicConfig": LOGGING, "logging.disable": LOGGING,
+        "logging.captureWarnings": LOGGING, "logging.addLevelName": LOGGING,
+        "logging.setLoggerClass": LOGGING,
+        "os.putenv": ENVIRONMENT, "os.unsetenv": ENVIRONMENT,
+        "os.chdir": WORKING_DIRECTORY,
+        "sys.setrecursionlimit": INTERPRETER, "locale.setlocale": INTERPRETER,
+        "socket.setdefaulttimeout": INTERPRETER, "sys.set_int_max_str_digits": INTERPRETER,
+        "decimal.setcontext": DECIMAL,
+        "signal.signal": PROCESS, "atexit.register": PROCESS, "gc.disable": PROCESS,
+        "gc.enable": PROCESS, "gc.freeze": PROCESS, "os.umask": PROCESS,
+        "sys.settrace": PROCESS, "sys.setprofile": PROCESS, "faulthandler.enable": PROCESS,
+        "importlib.reload": PROCESS, "mimetypes.add_type": PROCESS,
+        "copyreg.pickle": PROCESS, "codecs.register": PROCESS, "time.tzset": PROCESS,
+    },
+    global_objects={
+        "os.environ": ENVIRONMENT, "sys.path": IMPORT_PATH, "logging.getLogger": LOGGING,
+        "logging.root": LOGGING, "decimal.getcontext": DECIMAL,
+        "decimal.DefaultContext": DECIMAL, "sys.modules": PROCESS, "builtins": PROCESS,
+        "sys.stdout": PROCESS, "sys.stderr": PROCESS, "sys.stdin": PROCESS,
+    },
+    mutating_functions={
+        "random.shuffle": (0,), "heapq.heappush": (0,), "heapq.heappop": (0,),
+        "heapq.heapify": (0,), "heapq.heappushpop": (0,), "heapq.heapreplace": (0,),
+        "bisect.insort": (0,), "bisect.insort_left": (0,), "bisect.insort_right": (0,),
+        "setattr": (0,), "delattr": (0,),
+    },
+    file_functions={
+        "os.remove": FileCall("w", 0), "os.unlink": FileCall("w", 0),
+        "os.makedirs": FileCall("w", 0, "name"), "os.mkdir": FileCall("w", 0, "path"),
+        "shutil.copy": FileCall("w", 1, "dst"), "shutil.copyfile": FileCall("w", 1, "dst"),
+        "shutil.rmtree": FileCall("w", 0, "path"),
+    },
+)

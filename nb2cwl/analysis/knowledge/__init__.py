@@ -1,0 +1,123 @@
+"""What the analysis knows about libraries: one table per library, gathered here.
+
+Each library module describes one or a few libraries as data (`model.Library`): the
+process-wide state their calls change and how a step boundary treats it (replayed, or the
+cells kept together), the random state they draw from, whether their objects can cross a
+step boundary exactly, the arguments they modify and the files they touch. The walker and
+the dataflow read these tables; none of them holds a branch for a particular library.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from nb2cwl.analysis.knowledge.deep_learning import TENSORFLOW, TORCH
+from nb2cwl.analysis.knowledge.model import REPLAY, TOGETHER, FileCall, Library, StateKind
+from nb2cwl.analysis.knowledge.numpy import NUMPY, VIEW_METHODS
+from nb2cwl.analysis.knowledge.others import LIBRARIES as OTHERS
+from nb2cwl.analysis.knowledge.pandas import PANDAS, RANDOM_METHODS
+from nb2cwl.analysis.knowledge.plotting import MATPLOTLIB, SEABORN
+from nb2cwl.analysis.knowledge.python import (
+    CONSTRUCTOR_TYPES,
+    FILE_METHODS,
+    IMMUTABLE_TYPES,
+    ITERATOR_FACTORIES,
+    KNOWN_TYPES,
+    LOOP_STATE_CALLS,
+    MUTATING_METHODS,
+    OPAQUE_IO_FUNCTIONS,
+    OPAQUE_READ_FUNCTIONS,
+    OPTIONAL_PATH_METHODS,
+    RNG_SAFE,
+    RNG_STATE,
+    STATEFUL_DECORATORS,
+    STDLIB,
+    STORING_METHODS,
+    TYPE_MUTATING_METHODS,
+    UNSERIALIZABLE_CONSTRUCTORS,
+)
+from nb2cwl.analysis.knowledge.science import JOBLIB, SCIPY, SKLEARN, STATSMODELS
+
+LIBRARIES: tuple[Library, ...] = (
+    NUMPY, PANDAS, MATPLOTLIB, SEABORN, SKLEARN, SCIPY, STATSMODELS, JOBLIB, TENSORFLOW,
+    TORCH, *OTHERS, STDLIB)
+
+_BY_MODULE: dict[str, Library] = {}
+for _library in reversed(LIBRARIES):  # a third-party entry wins over a stdlib name clash
+    for _module in _library.modules:
+        _BY_MODULE[_module] = _library
+
+MUTATING_FUNCTIONS: dict[str, tuple[int, ...]] = {
+    k: v for library in LIBRARIES for k, v in library.mutating_functions.items()}
+FILE_FUNCTIONS: dict[str, FileCall] = {
+    k: v for library in LIBRARIES for k, v in library.file_functions.items()}
+SHARING_FUNCTIONS = frozenset().union(*(library.sharing_functions for library in LIBRARIES))
+#: Heavy packages astroid must not parse to infer types (seconds each); handled syntactically.
+INFERENCE_DENYLIST = frozenset(m for library in LIBRARIES if library.heavy
+                               for m in library.modules)
+
+
+def library_of(qualified: str | None) -> Library | None:
+    """The library a qualified name (`numpy.random.seed`) belongs to; None when unknown."""
+    if not qualified:
+        return None
+    return _BY_MODULE.get(qualified.split(".")[0].lstrip("."))
+
+
+def family_of(qualified: str | None) -> str | None:
+    """The family of a qualified name: its library's, or its top-level module when unknown."""
+    if not qualified or qualified.startswith("."):
+        return None
+    library = library_of(qualified)
+    return library.family if library is not None else qualified.split(".")[0]
+
+
+@lru_cache(maxsize=4096)
+def _by_prefix(table: str, qualified: str) -> object | None:
+    library = library_of(qualified)
+    if library is None:
+        return None
+    entries = getattr(library, table)
+    parts = qualified.split(".")
+    for end in range(len(parts), 0, -1):
+        found = entries.get(".".join(parts[:end]))
+        if found is not None:
+            return found
+    return None
+
+
+def state_set_by_call(qualified: str | None) -> StateKind | None:
+    """The process-wide state a call changes (`pandas.set_option`), if any."""
+    if not qualified:
+        return None
+    found = _by_prefix("settings", qualified)
+    return found if isinstance(found, StateKind) else None
+
+
+def state_object(qualified: str | None) -> StateKind | None:
+    """The process-wide state an object (or a call's result) is, if it is one
+    (`os.environ`, `matplotlib.rcParams`, `logging.getLogger(...)`)."""
+    if not qualified:
+        return None
+    found = _by_prefix("global_objects", qualified) or _by_prefix("settings", qualified)
+    return found if isinstance(found, StateKind) else None
+
+
+def seed_of(qualified: str | None) -> str | None:
+    """What a call seeds, when it seeds a framework's own random generator."""
+    if not qualified:
+        return None
+    found = _by_prefix("seeds", qualified)
+    return found if isinstance(found, str) else None
+
+
+__all__ = [
+    "CONSTRUCTOR_TYPES", "FILE_FUNCTIONS", "FILE_METHODS", "IMMUTABLE_TYPES",
+    "INFERENCE_DENYLIST", "ITERATOR_FACTORIES", "KNOWN_TYPES", "LIBRARIES",
+    "LOOP_STATE_CALLS", "MUTATING_FUNCTIONS", "MUTATING_METHODS", "OPAQUE_IO_FUNCTIONS",
+    "OPAQUE_READ_FUNCTIONS", "OPTIONAL_PATH_METHODS", "RANDOM_METHODS", "REPLAY", "RNG_SAFE",
+    "RNG_STATE", "SHARING_FUNCTIONS", "STATEFUL_DECORATORS", "STORING_METHODS", "TOGETHER",
+    "TYPE_MUTATING_METHODS", "UNSERIALIZABLE_CONSTRUCTORS", "VIEW_METHODS", "FileCall",
+    "Library", "StateKind", "family_of", "library_of", "seed_of", "state_object",
+    "state_set_by_call",
+]

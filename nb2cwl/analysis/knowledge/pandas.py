@@ -1,0 +1,34 @@
+"""pandas: display and computation options, file readers and writers."""
+
+from __future__ import annotations
+
+from nb2cwl.analysis.knowledge.model import FileCall, Library, StateKind
+
+OPTIONS = StateKind("pandas' options (pd.set_option, pd.options)", "pandas")
+
+PANDAS = Library(
+    family="pandas",
+    modules=("pandas",),
+    settings={
+        "pandas.set_option": OPTIONS, "pandas.reset_option": OPTIONS,
+        "pandas.set_eng_float_format": OPTIONS,
+        "pandas.plotting.register_matplotlib_converters": OPTIONS,
+        "pandas.plotting.deregister_matplotlib_converters": OPTIONS,
+    },
+    global_objects={"pandas.options": OPTIONS, "pandas.core.config.options": OPTIONS},
+    file_functions={
+        "pandas.read_csv": FileCall("r", 0, "filepath_or_buffer"),
+        "pandas.read_table": FileCall("r", 0, "filepath_or_buffer"),
+        "pandas.read_json": FileCall("r", 0, "path_or_buf"),
+        "pandas.read_parquet": FileCall("r", 0, "path"),
+        "pandas.read_excel": FileCall("r", 0, "io"),
+        "pandas.read_pickle": FileCall("r", 0, "filepath_or_buffer"),
+        "pandas.read_feather": FileCall("r", 0, "path"),
+        "pandas.read_hdf": FileCall("r", 0, "path_or_buf"),
+    },
+    heavy=True,
+)
+
+#: Methods of pandas objects that draw from NumPy's global generator unless given
+#: random_state (df.sample()).
+RANDOM_METHODS = frozenset({"sample"})

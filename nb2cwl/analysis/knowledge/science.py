@@ -1,0 +1,21 @@
+"""scikit-learn, SciPy, statsmodels: they draw from NumPy's global generator when no
+random_state is given; scikit-learn has a global configuration."""
+
+from __future__ import annotations
+
+from nb2cwl.analysis.knowledge.model import FileCall, Library, StateKind
+
+SKLEARN_CONFIG = StateKind("scikit-learn's configuration (set_config)", "sklearn")
+
+SKLEARN = Library(
+    family="sklearn",
+    modules=("sklearn",),
+    settings={"sklearn.set_config": SKLEARN_CONFIG},
+    draws=frozenset({"rng:numpy"}),
+    heavy=True,
+)
+SCIPY = Library(family="scipy", modules=("scipy",), draws=frozenset({"rng:numpy"}), heavy=True)
+STATSMODELS = Library(family="statsmodels", modules=("statsmodels",),
+                      draws=frozenset({"rng:numpy"}), heavy=True)
+JOBLIB = Library(family="joblib", modules=("joblib",), file_functions={
+    "joblib.dump": FileCall("w", 1, "filename"), "joblib.load": FileCall("r", 0, "filename")})

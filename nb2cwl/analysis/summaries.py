@@ -1,0 +1,177 @@
+"""Summaries of the notebook's functions and classes: what a call does, applied where called.
+
+A function sees the globals as they are when it is called (late binding), so its body is
+walked where it is defined and its effects are applied at each call. The summary also says
+what a call hands back or keeps: the globals and parameters it may return, the parameters it
+stores (in `self` or a global), the parameters it modifies, and for a class whether its
+methods change the class itself, which properties run code, and whether iterating an
+instance runs the class's code.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from astroid import nodes
+
+from nb2cwl.analysis import knowledge as kb
+from nb2cwl.analysis.effects import Effects, FunctionSummary
+from nb2cwl.analysis.names import root_name, value_roots
+from nb2cwl.analysis.state import NamespaceState
+
+if TYPE_CHECKING:
+    from nb2cwl.analysis.walker import EffectWalker
+
+#: Methods that make iterating or indexing an instance run the class's own code.
+_ITERATION_METHODS = frozenset({"__iter__", "__next__", "__getitem__"})
+_ATTRIBUTE_HOOKS = frozenset({"__getattr__", "__getattribute__"})
+
+
+def summarize_function(
+    node: nodes.FunctionDef | nodes.Lambda,
+    state: NamespaceState,
+    cell_index: int,
+    outer_locals: set[str],
+    owner_class: str | None = None,
+) -> FunctionSummary:
+    """The call-time effects of a function body on globals and on its parameters."""
+    from nb2cwl.analysis.walker import EffectWalker  # the walker summarises nested defs too
+
+    args = node.args
+    params: list[str] = []
+    if isinstance(args, nodes.Arguments):
+        for group in (args.posonlyargs, args.args, args.kwonlyargs):
+            params.extend(a.name for a in group or [])
+        params.extend(a for a in (args.vararg, args.kwarg) if a)
+    declared_global = {n for g in node.nodes_of_class(nodes.Global) for n in g.names
+                       if g.scope() is node}
+    local_names = (set(node.locals) - declared_global) | outer_locals | set(params)
+    walker = EffectWalker(state, cell_index, None, local_names, tuple(params))
+    walker.owner_class = owner_class
+    if isinstance(node, nodes.Lambda):
+        walker.expression(node.body)
+        returned = [node.body]
+    else:
+        walker.statements(node.body)
+        returned = [r.value for r in node.nodes_of_class(nodes.Return)
+                    if r.value is not None and r.scope() is node]
+    name = getattr(node, "name", "<lambda>")
+    decorators = frozenset(
+        _decorator_name(d)
+        for d in (node.decorators.nodes if getattr(node, "decorators", None) else []))
+    generator = isinstance(node, nodes.FunctionDef) and node.is_generator()
+    positional, mutable = _defaults(args)
+    roots: set[str] = set()
+    for value in returned:
+        roots |= _returned_roots(value, walker)
+    retained = _retained(node, set(params)) if isinstance(node, nodes.FunctionDef) else set()
+    return FunctionSummary(
+        name, cell_index, walker.fx, tuple(params), frozenset(walker.param_mutations),
+        decorators=decorators, is_generator=generator, positional=positional,
+        mutable_defaults=mutable,
+        returns=frozenset(r for r in roots if r not in local_names),
+        returns_params=frozenset(roots & set(params)), retains=frozenset(retained),
+        mutates_class=walker.class_mutated)
+
+
+def _returned_roots(value: nodes.NodeNG, walker: EffectWalker) -> set[str]:
+    """Names (globals or parameters) whose objects a return statement may hand back."""
+    roots = set()
+    for root in value_roots(value):
+        roots |= walker.local_aliases.get(root, set()) | {root}
+    return roots
+
+
+def _retained(node: nodes.FunctionDef, params: set[str]) -> set[str]:
+    """Parameters the body stores somewhere that outlives the call (`self.data = data`)."""
+    kept: set[str] = set()
+    for assign in node.nodes_of_class((nodes.Assign, nodes.AugAssign, nodes.AnnAssign)):
+        targets = getattr(assign, "targets", None) or [assign.target]
+        if not any(isinstance(t, (nodes.AssignAttr, nodes.Subscript)) for t in targets):
+            continue
+        if assign.value is not None:
+            kept |= value_roots(assign.value) & params
+    for call in node.nodes_of_class(nodes.Call):  # self.items.append(item)
+        func = call.func
+        if (isinstance(func, nodes.Attribute) and func.attrname in kb.STORING_METHODS
+                and root_name(func.expr) is not None):
+            for arg in call.args:
+                kept |= value_roots(arg) & params
+    return kept - {"self", "cls"}
+
+
+def _defaults(args: nodes.NodeNG) -> tuple[tuple[str, ...], frozenset[str]]:
+    """(positional parameters, those whose default is a fresh mutable value made once)."""
+    if not isinstance(args, nodes.Arguments):
+        return (), frozenset()
+    positional = [a.name for a in [*(args.posonlyargs or []), *(args.args or [])]]
+    pairs = list(zip(reversed(positional), reversed(args.defaults or []), strict=False))
+    pairs += [(a.name, d) for a, d in zip(args.kwonlyargs or [], args.kw_defaults or [],
+                                          strict=False) if d is not None]
+    mutable = frozenset(name for name, default in pairs if isinstance(
+        default, (nodes.List, nodes.Dict, nodes.Set, nodes.Call, nodes.ListComp,
+                  nodes.DictComp, nodes.SetComp)))
+    return tuple(positional), mutable
+
+
+def _decorator_name(decorator: nodes.NodeNG) -> str:
+    """`functools.lru_cache(maxsize=None)` -> "lru_cache"."""
+    if isinstance(decorator, nodes.Call):
+        decorator = decorator.func
+    if isinstance(decorator, nodes.Attribute):
+        return decorator.attrname
+    return getattr(decorator, "name", "")
+
+
+def summarize_class(
+    node: nodes.ClassDef, state: NamespaceState, cell_index: int, outer: EffectWalker
+) -> FunctionSummary:
+    """A class: its body runs now (reads go to `outer`); its methods' effects go with the class.
+
+    Calling the class runs `__init__`: its parameters (without `self`) are the class's.
+    """
+    effects = Effects()
+    methods: set[str] = set()
+    init: FunctionSummary | None = None
+    mutates_class = False
+    attribute_effects: set[str] = set()
+    for stmt in node.body:
+        if isinstance(stmt, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+            methods.add(stmt.name)
+            outer._definition_time(stmt)
+            summary = summarize_function(stmt, state, cell_index, set(), node.name)
+            effects.merge(summary.effects)
+            mutates_class = mutates_class or summary.mutates_class
+            if stmt.name == "__init__":
+                init = summary
+            changes = summary.param_mutations or summary.effects.mutates
+            if changes and (_is_property(stmt) or stmt.name in _ATTRIBUTE_HOOKS):
+                attribute_effects.add("*" if stmt.name in _ATTRIBUTE_HOOKS else stmt.name)
+        elif isinstance(stmt, nodes.ClassDef):
+            inner = summarize_class(stmt, state, cell_index, outer)
+            effects.merge(inner.effects)
+        else:
+            class_locals = set(node.locals)
+            for name_node in stmt.nodes_of_class(nodes.Name):
+                if name_node.name not in class_locals:
+                    outer.read(name_node.name)
+    if mutates_class:
+        effects.mutates.add(node.name)
+    if init is None:
+        return FunctionSummary(node.name, cell_index, effects, (), frozenset(),
+                               frozenset(methods), is_class=True, mutates_class=mutates_class,
+                               attribute_effects=frozenset(attribute_effects),
+                               iterates_code=bool(methods & _ITERATION_METHODS))
+    drop = set(init.positional[:1])  # self
+    return FunctionSummary(
+        node.name, cell_index, effects, tuple(p for p in init.param_names if p not in drop),
+        init.param_mutations - drop, frozenset(methods), is_class=True,
+        positional=init.positional[1:], mutable_defaults=init.mutable_defaults,
+        retains=init.retains - drop, mutates_class=mutates_class,
+        attribute_effects=frozenset(attribute_effects),
+        iterates_code=bool(methods & _ITERATION_METHODS))
+
+
+def _is_property(node: nodes.FunctionDef) -> bool:
+    names = {_decorator_name(d) for d in (node.decorators.nodes if node.decorators else [])}
+    return bool(names & {"property", "cached_property", "getter"})
