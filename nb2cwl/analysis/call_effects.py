@@ -29,7 +29,6 @@ from nb2cwl.analysis.value_types import CONTAINERS_OF_KNOWN
 if TYPE_CHECKING:
     from nb2cwl.analysis.state import NamespaceState
 
-_SEED_KEYWORDS = ("random_state", "seed", "rng", "random_seed")
 
 
 class CallEffects:
@@ -295,66 +294,6 @@ class CallEffects:
                 kind = self.state.state_objects.get(root)
         return kind
 
-    # --- libraries and hidden state -----------------------------------------------------
-
-    def _library_call(self, node: nodes.Call, qualified: str | None, line: int) -> None:
-        """A call into a library: the state it changes, seeds, and libraries unknown."""
-        if qualified is None or root_name(node.func) not in self.state.imports:
-            return
-        family = kb.family_of(qualified)
-        if family:
-            self.fx.families.add(family)
-        kind = kb.state_set_by_call(qualified)
-        if kind is not None:
-            self.fx.state_changes.append(StateChange(line, kind, f"{qualified}()"))
-            self.fx.module_state.add(qualified)
-        seeded = kb.seed_of(qualified)
-        if seeded is not None and family:
-            self.fx.holds.append(Hold(family, line, f"{qualified}() sets {seeded}, which no "
-                                                    "step can hand on to the next"))
-            self.fx.module_state.add(qualified)
-        if qualified in kb.LOOP_STATE_CALLS:
-            self.fx.module_state.add(qualified)
-        if kb.library_of(qualified) is None and family:
-            self.fx.holds.append(Hold(family, line, f"{qualified}() calls into {family}, a "
-                                                    "library nb2cwl has no knowledge of: it "
-                                                    "may keep state that later cells see"))
-            self.fx.module_state.add(qualified)
-
-    def _hidden_rng(self, qualified: str | None, node: nodes.Call) -> None:
-        if not qualified:
-            return
-        module, _, attr = qualified.rpartition(".")
-        if module in kb.RNG_STATE and attr not in kb.RNG_SAFE[module]:
-            self.fx.rng.add(kb.RNG_STATE[module])
-        library = kb.library_of(qualified)
-        if library is not None and library.draws and not _seeded(node):
-            self.fx.rng |= library.draws
-
-    def _receiver_draws(self, root: str, method: str, node: nodes.Call) -> None:
-        """A method of a library's object that may draw from a hidden random generator
-        (an estimator's fit, df.sample())."""
-        if _seeded(node):
-            return
-        if method in kb.RANDOM_METHODS:
-            self.fx.rng.add("rng:numpy")
-        for family in self.state.families.get(root, ()):
-            for library in kb.LIBRARIES:
-                if library.family == family:
-                    self.fx.rng |= library.draws
-
-    def _opaque_namespace(self, node: nodes.Call, qualified: str | None, line: int) -> None:
-        if qualified in ("exec", "eval", "globals", "locals") or (
-                qualified == "vars" and not node.args):
-            self.fx.opaque_namespace.append((line, f"{qualified}() reads or writes variables "
-                                                   "the analysis cannot see"))
-        elif (qualified in ("setattr", "delattr") and node.args
-              and root_name(node.args[0]) in self.state.imports):
-            self.fx.holds.append(Hold(kb.family_of(self.qualify(node.args[0])) or "*", line,
-                                      f"{qualified}() on a module changes it for every later "
-                                      "cell that uses it"))
-            self.fx.module_state.add(f"{qualified}()")
-
     def call_roots(self, call: nodes.Call) -> set[str]:
         """Names whose objects a call's result may hold: what the notebook's function returns
         or keeps, the arguments of a library nb2cwl does not know, views of arrays."""
@@ -404,12 +343,3 @@ class CallEffects:
                 and func.name not in BUILTIN_NAMES):  # a callable value: a partial, a closure
             return of(arguments) | {func.name}
         return set()
-
-
-def _seeded(node: nodes.Call) -> bool:
-    """The call is given its own seed or generator (`random_state=0`): no global draw."""
-    for keyword in node.keywords or ():
-        if keyword.arg in _SEED_KEYWORDS and not (
-                isinstance(keyword.value, nodes.Const) and keyword.value.value is None):
-            return True
-    return False

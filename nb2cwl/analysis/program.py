@@ -12,6 +12,7 @@ from astroid.exceptions import AstroidError
 from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects
 from nb2cwl.analysis.history import kernel_history
+from nb2cwl.analysis.inference import AstroidInferrer
 from nb2cwl.analysis.settings import Setting, settle, snapshot
 from nb2cwl.analysis.skeletons import Blocked, MapSkeleton, find_skeleton
 from nb2cwl.analysis.state import Definition, NamespaceState
@@ -60,7 +61,7 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
     directives = {c.index: read_directives(c, notebook.name) for c in notebook.code_cells}
     active = [c for c in notebook.code_cells if not directives[c.index].skip]
     module, spans, offsets = _whole_module(active)
-    inferrer = _TypeInferrer()
+    inferrer = AstroidInferrer()
     state = NamespaceState()
     results: list[CellAnalysis] = []
     assigned: set[str] = set()  # names earlier cells bound
@@ -98,7 +99,7 @@ def _analyse_cell(
     directives: CellDirectives,
     body: list[nodes.NodeNG],
     state: NamespaceState,
-    inferrer: _TypeInferrer,
+    inferrer: AstroidInferrer,
     offset: int,
     assigned: set[str],
 ) -> CellAnalysis:
@@ -353,49 +354,6 @@ def _whole_module(
             spans[starts[position][2]].append(stmt)
     offsets = {index: first - 1 for first, _, index in starts}
     return module, spans, offsets
-
-
-_MAX_BINDINGS = 8
-
-
-class _TypeInferrer:
-    """astroid inference of a receiver's type, kept away from heavy libraries, memoised."""
-
-    def __init__(self) -> None:
-        astroid.MANAGER.module_denylist.update(kb.INFERENCE_DENYLIST)
-        astroid.MANAGER.max_inferable_values = 20
-
-    def __call__(self, node: nodes.NodeNG) -> str | None:
-        if isinstance(node, nodes.Name):
-            # astroid scans every module-level binding of the name: keep the cost bounded
-            bindings = node.root().locals.get(node.name, ())
-            if len(bindings) > _MAX_BINDINGS:
-                return None  # unknown type: the conservative answer
-        try:
-            values = list(node.infer())
-        except (AstroidError, RecursionError, StopIteration, TypeError, ValueError):
-            return None
-        kinds: set[str] = set()
-        for value in values:
-            if value is astroid.Uninferable or type(value).__name__ == "UninferableBase":
-                return None
-            if isinstance(value, nodes.Module):
-                kinds.add("module")
-            elif isinstance(value, (nodes.ClassDef, nodes.FunctionDef)):
-                kinds.add("class" if isinstance(value, nodes.ClassDef) else "function")
-            elif isinstance(value, nodes.Const):
-                kinds.add(f"builtins.{type(value.value).__name__}")
-            else:
-                try:
-                    kinds.add(value.pytype())
-                except (AttributeError, AstroidError):
-                    return None
-        if len(kinds) != 1:
-            return None
-        kind = kinds.pop()
-        if kind in ("class", "function"):
-            return "module"  # calling a method of a class/function object: not notebook data
-        return kind
 
 
 def is_builtin(name: str) -> bool:

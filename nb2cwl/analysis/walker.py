@@ -4,8 +4,9 @@ The same walker analyses notebook cells (module scope, where every name is globa
 function bodies (where it separates locals from globals and parameters). Function bodies are
 summarised where they are defined and their effects applied where they are used, because a
 function sees the globals as they are when it is called (late binding). The rules live in
-mixins, one concept each: names (name_effects), calls (call_effects), magics
-(magic_effects), files (file_effects) and value types (value_types).
+mixins, one concept each: names (name_effects), stores into objects (store_effects),
+calls (call_effects), libraries and hidden state (library_effects), magics (magic_effects),
+files (file_effects) and value types (value_types).
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.call_effects import CallEffects
-from nb2cwl.analysis.effects import Effects, Hold, StateChange
+from nb2cwl.analysis.effects import Effects
 from nb2cwl.analysis.file_effects import FileEffects, looks_like_path
+from nb2cwl.analysis.library_effects import LibraryEffects
 from nb2cwl.analysis.magic_effects import MagicEffects
 from nb2cwl.analysis.name_effects import NameEffects
 from nb2cwl.analysis.names import BUILTIN_NAMES, item_bindings, root_name
 from nb2cwl.analysis.state import NamespaceState
+from nb2cwl.analysis.store_effects import StoreEffects
 from nb2cwl.analysis.summaries import summarize_class, summarize_function
 from nb2cwl.analysis.value_types import ValueTypes
 
@@ -29,7 +32,8 @@ __all__ = ["BUILTIN_NAMES", "EffectWalker", "TypeInferrer"]
 TypeInferrer = Callable[[nodes.NodeNG], "str | None"]
 
 
-class EffectWalker(NameEffects, CallEffects, MagicEffects, FileEffects, ValueTypes):
+class EffectWalker(NameEffects, StoreEffects, CallEffects, LibraryEffects, MagicEffects,
+                   FileEffects, ValueTypes):
     """Walks statements in order and accumulates their Effects."""
 
     def __init__(
@@ -261,76 +265,6 @@ class EffectWalker(NameEffects, CallEffects, MagicEffects, FileEffects, ValueTyp
                 self.statements(case.body)
 
         self._conditional(cases)
-
-    # --- targets -----------------------------------------------------------------------
-
-    def target(self, node: nodes.NodeNG, value: nodes.NodeNG | None) -> None:
-        """Bind an assignment target to `value` (None when unknown)."""
-        if isinstance(node, nodes.AssignName):
-            self.write(node.name, value)
-        elif isinstance(node, (nodes.Tuple, nodes.List)):
-            for element in node.elts:
-                self.target(element, value)
-        elif isinstance(node, nodes.Starred):
-            self.target(node.value, value)
-        elif isinstance(node, nodes.AssignAttr):
-            self.expression(node.expr)
-            self._store_into(node.expr, node.lineno, f"attribute store .{node.attrname}", value,
-                             node.attrname)
-        elif isinstance(node, nodes.Subscript):
-            self.expression(node.value)
-            self.expression(node.slice)
-            self._store_into(node.value, node.lineno, "item store", value)
-        else:
-            self.expression(node)
-
-    def _store_into(self, container: nodes.NodeNG, line: int, why: str,
-                    value: nodes.NodeNG | None, attribute: str | None = None) -> None:
-        """A store (or del) into an object: process-wide state, a module, a class, a value."""
-        root = root_name(container)
-        local = self.function_mode and root in self.locals
-        kind = None if local else self._state_object(container)
-        if kind is None and attribute is not None and not local:
-            kind = kb.state_object(f"{self.qualify(container)}.{attribute}")
-        if kind is not None:  # plt.rcParams[k] = v, pd.options.display.max_rows = n
-            what = f"{container.as_string()}{'.' + attribute if attribute else '[...]'}"
-            self.fx.state_changes.append(StateChange(line, kind, what))
-            self.fx.module_state.add(what)
-            return
-        if root in self.state.imports and not local:
-            qualified = self.qualify(container) or root
-            self.fx.module_state.add(qualified)
-            self.fx.holds.append(Hold(kb.family_of(qualified) or "*", line,
-                                      f"a store into {container.as_string()} changes the "
-                                      "module for every later cell that uses it"))
-            return
-        if self.function_mode and self._is_own_class(container):
-            self.class_mutated = True  # type(self).count += 1
-            self.mutate(self.owner_class or "", line, why)
-            return
-        self.mutate_expr(container, line, why)
-        if root is None or value is None or self.function_mode:
-            return
-        self.link_values(root, value)  # storing x into obj makes obj hold x
-        held = self.held_effects(value)
-        if held is not None:  # callbacks[name] = f: calling an item later runs f
-            previous = self.state.held_calls.get(root)
-            if previous is not None:
-                held.merge(previous)
-            self.state.held_calls[root] = held
-
-    def _is_own_class(self, node: nodes.NodeNG) -> bool:
-        """`type(self)`, `self.__class__` or the class's own name, in one of its methods."""
-        if self.owner_class is None:
-            return False
-        if isinstance(node, nodes.Name):
-            return node.name == self.owner_class
-        if isinstance(node, nodes.Attribute) and node.attrname == "__class__":
-            return isinstance(node.expr, nodes.Name) and node.expr.name in self.params[:1]
-        return (isinstance(node, nodes.Call) and isinstance(node.func, nodes.Name)
-                and node.func.name == "type" and len(node.args) == 1
-                and isinstance(node.args[0], nodes.Name)
-                and node.args[0].name in self.params[:1])
 
     def _outer_locals(self) -> set[str]:
         return set(self.locals) if self.function_mode else set()

@@ -1,0 +1,210 @@
+"""Checks every scattered loop passes: its items change nothing they share, draw no
+global random numbers, write no file, keep no state between calls, and hold no object
+the other processes would only have copies of."""
+
+from __future__ import annotations
+
+import copy
+
+from astroid import nodes
+
+from nb2cwl.analysis import knowledge as kb
+from nb2cwl.analysis.names import BUILTIN_NAMES, item_bindings, value_roots
+from nb2cwl.analysis.skeletons.model import Stop
+from nb2cwl.analysis.state import NamespaceState
+from nb2cwl.analysis.walker import EffectWalker, TypeInferrer
+
+
+def isolated(parts: list[nodes.NodeNG], iterables: tuple[nodes.NodeNG, ...],
+              state: NamespaceState, bound: set[str], infer: TypeInferrer | None,
+              statements: bool = False, targets: tuple[nodes.NodeNG, ...] = ()):
+    """Effects of per-item code, walked on a copy of the namespace state.
+
+    A loop variable refers to an item of its collection: changing the item through it
+    changes the collection, which all iterations share.
+    """
+    scratch = NamespaceState(
+        imports=dict(state.imports), functions=dict(state.functions),
+        definitions=dict(state.definitions), const_strings=dict(state.const_strings),
+        types=dict(state.types), aliases=copy.copy(state.aliases),
+        star_imports=list(state.star_imports))
+    for target, iterable in zip(targets, iterables, strict=False):
+        for name, roots in item_bindings(target, iterable).items():
+            for root in roots - set(state.imports):
+                scratch.link(name, root)
+    walker = EffectWalker(scratch, -1, infer)
+    walker.definite |= bound
+    for part in iterables[1:]:
+        walker.expression(part)
+    if statements:
+        walker.statements(parts)
+    else:
+        for part in parts:
+            walker.expression(part)
+    return walker.fx
+
+
+def callees(parts: list[nodes.NodeNG], state: NamespaceState):
+    """The notebook's functions the code calls, and those they call in turn (late bound)."""
+    pending = [n.func.name for part in parts for n in [part, *part.nodes_of_class(nodes.Call)]
+               if isinstance(n, nodes.Call) and isinstance(n.func, nodes.Name)]
+    pending += [part.name for part in parts if isinstance(part, nodes.Name)]  # map(f, xs)
+    seen: set[str] = set()
+    while pending:
+        name = pending.pop()
+        summary = state.functions.get(name)
+        if name in seen or summary is None:
+            continue
+        seen.add(name)
+        yield summary
+        pending += [n for n in summary.effects.reads if n in state.functions]
+
+
+def read_by_callees(parts: list[nodes.NodeNG], state: NamespaceState) -> set[str]:
+    """Globals the notebook's functions called here read, following their own calls.
+
+    A comprehension's variable is local to it: a function it calls that reads a global of the
+    same name reads the global, which the map job must then load.
+    """
+    reads: set[str] = set()
+    for summary in callees(parts, state):
+        reads |= summary.effects.reads
+    return reads
+
+
+def check_effects(fx, local: set[str], accumulators: set[str], line: int) -> None:
+    if fx.rng:
+        raise Stop(line, "an iteration draws from the global random generator, so results "
+                          "depend on the order (seed a generator per item instead)")
+    if fx.file_writes or fx.opaque_io:
+        raise Stop(line, "an iteration writes files, so the order of writes matters")
+    if fx.module_state:  # each process would change its own copy
+        what = sorted(fx.module_state)[0]
+        raise Stop(line, f"an iteration changes {what}, state of the module "
+                          f"{what.split('.')[0]} that each process has its own copy of")
+    shared = sorted(fx.mutates - local - accumulators)
+    if shared:
+        raise Stop(line, f"an iteration modifies {shared[0]}, which all iterations share")
+    escaped = sorted(fx.writes - local - accumulators - {"__nb2cwl_item__"})
+    if escaped:
+        raise Stop(line, f"an iteration rebinds the global {escaped[0]}")
+
+
+def data_reads(names: set[str], state: NamespaceState, cell_index: int) -> tuple[str, ...]:
+    """Names the per-item code loads as values (not builtins, not definitions it replays).
+
+    Definitions from earlier cells are replayed; those made earlier in this same cell are
+    handed over by the split like any value.
+    """
+    def replayed(name: str) -> bool:
+        definition = state.definitions.get(name)
+        return definition is not None and definition.cell_index != cell_index
+
+    return tuple(sorted(
+        n for n in names
+        if not replayed(n)
+        and (n not in BUILTIN_NAMES or n in state.types or n in state.functions
+             or n in state.imports or n in state.definitions)))
+
+
+def eager_collections(iterables: tuple[nodes.NodeNG, ...], state: NamespaceState,
+                       line: int) -> None:
+    """A collection produced lazily runs code between items: its output would interleave.
+
+    And an iterator held by a name is one object all iterations (and later cells) share:
+    cutting it into chunks uses it up where the notebook would use it item by item.
+    """
+    for iterable in iterables:
+        if lazy(iterable, state):
+            raise Stop(line, "the collection is produced item by item (a generator), so its "
+                              "own work interleaves with the loop's")
+        shared_iterators([iterable], state, line)
+
+
+def lazy(node: nodes.NodeNG, state: NamespaceState) -> bool:
+    """The collection yields its items one by one as the loop asks (sorted(...) of one does
+    not: it takes them all first)."""
+    if isinstance(node, nodes.GeneratorExp):
+        return True
+    if not isinstance(node, nodes.Call) or not isinstance(node.func, nodes.Name):
+        return False
+    name = node.func.name
+    summary = state.functions.get(name)
+    if summary is not None:
+        return summary.is_generator
+    if name in ("map", "filter"):
+        return True
+    if name in ("enumerate", "zip", "iter", "reversed"):  # lazy when what they wrap is
+        return any(lazy(arg, state) for arg in node.args)
+    return False
+
+
+def stateful_callees(parts: list[nodes.NodeNG], state: NamespaceState, local: set[str],
+                      line: int) -> None:
+    """Calls that may keep state between items, which the analysis cannot follow.
+
+    A cache decorator or a decorator of the notebook's own (its wrapper may count or record
+    calls), a function that fills its own default value (`def f(x, seen=[])`), or a callable
+    held in a variable (a closure, a partial, an object): each call may change what the next
+    one sees.
+    """
+    calls = [n for part in parts for n in [part, *part.nodes_of_class(nodes.Call)]
+             if isinstance(n, nodes.Call) and isinstance(n.func, nodes.Name)]
+    for call in calls:
+        name = call.func.name
+        summary = state.functions.get(name)
+        where = call.lineno or line
+        if summary is None:
+            if name not in local and name not in BUILTIN_NAMES and name not in state.imports:
+                raise Stop(where, f"{name} is a callable value (a closure, partial or object): "
+                                   "what a call changes cannot be seen")
+            continue
+        if any(isinstance(a, nodes.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords or ()):
+            continue  # *args or **kwargs may fill any parameter
+        passed = set(summary.positional[:len(call.args)]) | {
+            k.arg for k in call.keywords or () if k.arg}
+        kept = sorted((summary.param_mutations & summary.mutable_defaults) - passed)
+        if kept:
+            raise Stop(where, f"{name}() changes its default value of {kept[0]}, which every "
+                               "call shares")
+    for summary in callees(parts, state):
+        stateful = sorted(d for d in summary.decorators
+                          if d in kb.STATEFUL_DECORATORS or d in state.functions)
+        if stateful:
+            raise Stop(line, f"{summary.name}() is decorated with {stateful[0]}, which may "
+                              "keep state between calls")
+
+
+def shared_iterators(parts: list[nodes.NodeNG], state: NamespaceState, line: int,
+                      local: set[str] | frozenset[str] = frozenset()) -> None:
+    for part in parts:
+        for node in [part, *part.nodes_of_class(nodes.Name)]:
+            if (isinstance(node, nodes.Name) and node.name in state.iterators
+                    and node.name not in local):
+                raise Stop(node.lineno or line, f"{node.name} is an iterator: each use takes "
+                                                 "its next items, so its uses share it")
+
+
+def check_shared_results(values: list[nodes.NodeNG], bound: set[str],
+                          iterables: tuple[nodes.NodeNG, ...], line: int,
+                          fresh: set[str] | None = None) -> None:
+    """Results built in other processes are copies: they must not be shared objects."""
+    fresh = fresh or set()
+    for value in values:
+        roots = value_roots(value) - fresh
+        if not roots:
+            continue
+        targets = roots & bound
+        if targets and all(counts(i) for i in iterables) and not roots - targets:
+            continue  # items of range(...) are numbers: nothing to share
+        name = sorted(roots)[0]
+        raise Stop(value.lineno or line, f"the results would hold {name} itself; copies made "
+                                          "in other processes would not be the same object")
+
+
+def counts(iterable: nodes.NodeNG) -> bool:
+    return (isinstance(iterable, nodes.Call) and isinstance(iterable.func, nodes.Name)
+            and iterable.func.name == "range")
+
+

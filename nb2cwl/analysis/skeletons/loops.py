@@ -1,0 +1,323 @@
+"""`for` loops that accumulate (`ys.append(v)`, `total += v`, `out[k] = v`), and the
+rewrite of their body that records accumulations for the gather to replay in order."""
+
+from __future__ import annotations
+
+import ast
+
+from astroid import nodes
+
+from nb2cwl.analysis.skeletons.checks import (
+    check_effects,
+    check_shared_results,
+    data_reads,
+    eager_collections,
+    isolated,
+    read_by_callees,
+    shared_iterators,
+    stateful_callees,
+)
+from nb2cwl.analysis.skeletons.comprehensions import collection_method
+from nb2cwl.analysis.skeletons.cost import hints_used, scatter_hinted, worth_it
+from nb2cwl.analysis.skeletons.model import (
+    ACCUMULATING_METHODS,
+    RECORD,
+    Blocked,
+    MapSkeleton,
+    Piece,
+    Stop,
+)
+from nb2cwl.analysis.state import NamespaceState
+from nb2cwl.analysis.walker import TypeInferrer
+
+
+def loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: Piece,
+          infer: TypeInferrer | None) -> MapSkeleton | Blocked | None:
+    if stmt.orelse:
+        raise Stop(stmt.lineno, "the loop has an else clause")
+    if isinstance(stmt, nodes.AsyncFor):
+        raise Stop(stmt.lineno, "async for loop")
+    targets = [stmt.target.as_string()]
+    target_nodes = [stmt.target]
+    iterables: list[nodes.NodeNG] = [stmt.iter]
+    body = list(stmt.body)
+    bound = {n.name for n in stmt.target.nodes_of_class(nodes.AssignName)}
+    inner = body[0] if len(body) == 1 and isinstance(body[0], nodes.For) else None
+    if inner is not None and not inner.orelse:
+        inner_reads = {n.name for n in inner.iter.nodes_of_class(nodes.Name)}
+        if isinstance(inner.iter, nodes.Name):
+            inner_reads.add(inner.iter.name)
+        if not bound & inner_reads:
+            targets.append(inner.target.as_string())
+            target_nodes.append(inner.target)
+            iterables.append(inner.iter)
+            bound |= {n.name for n in inner.target.nodes_of_class(nodes.AssignName)}
+            body = list(inner.body)
+    _no_early_exit(body)
+    accumulators = _accumulators(body, bound)
+    if accumulators:
+        eager_collections(tuple(iterables), state, stmt.lineno)
+    if not accumulators:
+        return None  # nothing gathered: a loop run for its side effects stays as it is
+    locals_ = _assigned(body) - set(accumulators)
+    for iterable in iterables:
+        used = {n.name for n in [iterable, *iterable.nodes_of_class(nodes.Name)]
+                if isinstance(n, nodes.Name)} & set(accumulators)
+        if used:
+            raise Stop(iterable.lineno or stmt.lineno, f"the loop's collection reads "
+                        f"{sorted(used)[0]}, which the iterations add to")
+    shared_iterators(body, state, stmt.lineno, bound | locals_)
+    stateful_callees(body, state, bound | locals_, stmt.lineno)
+    fx = isolated(body, tuple(iterables), state, bound, infer, statements=True,
+                   targets=tuple(target_nodes))
+    carried = (fx.reads & locals_) - bound
+    if carried:
+        name = sorted(carried)[0]
+        raise Stop(_first_load(body, name) or stmt.lineno,
+                    f"{name} is written in one iteration and read in a later one")
+    for name in accumulators:
+        line = _other_use(body, name)
+        if line:
+            raise Stop(line, f"the loop reads {name}, which earlier iterations change")
+    indirect = sorted(set(accumulators) & read_by_callees(body, state))
+    if indirect:
+        raise Stop(stmt.lineno, f"a function the loop calls reads {indirect[0]}, which "
+                                 "earlier iterations change")
+    check_effects(fx, bound | locals_, set(accumulators), stmt.lineno)
+    check_shared_results(accumulated_values(body, set(accumulators)), bound | locals_,
+                          tuple(iterables), stmt.lineno, locals_)
+    keep = tuple(sorted((locals_ | bound) & _names_loaded(piece.suffix(stmt))))
+    forced, gpu = hints_used(body, piece)
+    forced = forced or scatter_hinted(tuple(iterables), piece)
+    if not forced and not worth_it(body, state):
+        return None
+    method = "nested_crossproduct" if len(iterables) == 2 else "scatter"
+    iterable_sources = tuple(i.as_string() for i in iterables)
+    if len(iterables) == 1:
+        method, iterable_sources, target_tuple = collection_method(
+            tuple(targets), tuple(iterables), stmt)
+        targets = list(target_tuple)
+    gather = "\n" * (piece.rel(stmt.tolineno)) + piece.suffix(stmt)
+    return MapSkeleton(
+        cell_index=cell_index,
+        line=piece.rel(stmt.lineno),
+        form=f"for loop accumulating into {', '.join(accumulators)}",
+        method=method,
+        prefix_code=piece.prefix(stmt),
+        iterables=iterable_sources,
+        targets=tuple(targets),
+        body=_recording_body(body, set(accumulators)),
+        accumulators=tuple(accumulators),
+        gather_code=gather,
+        reads=data_reads(fx.reads - bound - set(accumulators), state, cell_index),
+        loop_locals=tuple(sorted(locals_ | bound)),
+        keep_locals=keep,
+        forced=forced,
+        gpu=gpu,
+    )
+
+
+def _no_early_exit(body: list[nodes.NodeNG]) -> None:
+    for stmt in body:
+        for node in walk_same_scope(stmt):
+            if isinstance(node, (nodes.Break, nodes.Return)):
+                word = "break" if isinstance(node, nodes.Break) else "return"
+                raise Stop(node.lineno, f"{word} ends the loop early")
+            if isinstance(node, (nodes.Yield, nodes.YieldFrom, nodes.Await)):
+                raise Stop(node.lineno, "yield or await inside the loop")
+            if isinstance(node, (nodes.Global, nodes.Nonlocal)):
+                raise Stop(node.lineno, "global or nonlocal inside the loop")
+
+
+def walk_same_scope(node: nodes.NodeNG):
+    yield node
+    for child in node.get_children():
+        if isinstance(child, (nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.Lambda,
+                              nodes.ClassDef)):
+            continue
+        if isinstance(child, nodes.For) and isinstance(node, nodes.For):
+            # a break inside an inner loop only ends that loop
+            yield child
+            for inner in child.get_children():
+                if not isinstance(inner, nodes.Break):
+                    yield from walk_same_scope(inner)
+            continue
+        yield from walk_same_scope(child)
+
+
+def _accumulators(body: list[nodes.NodeNG], bound: set[str]) -> list[str]:
+    """Names the loop only accumulates into: acc.append(v), acc[k] = v, acc += v, ..."""
+    assigned = _assigned(body)
+    found: list[str] = []
+    for stmt in body:
+        for node in walk_same_scope(stmt):
+            name = accumulation_target(node)
+            if name and name not in bound and name not in found and (
+                    name not in assigned or _only_augmented(body, name)):
+                found.append(name)
+    return found
+
+
+def accumulation_target(node: nodes.NodeNG) -> str | None:
+    if isinstance(node, nodes.Expr) and isinstance(node.value, nodes.Call):
+        func = node.value.func
+        if (isinstance(func, nodes.Attribute) and func.attrname in ACCUMULATING_METHODS
+                and isinstance(func.expr, nodes.Name) and not node.value.keywords
+                and not any(isinstance(a, nodes.Starred) for a in node.value.args)):
+            return func.expr.name
+    if isinstance(node, nodes.Assign) and len(node.targets) == 1:
+        target = node.targets[0]
+        if isinstance(target, nodes.Subscript) and isinstance(target.value, nodes.Name):
+            return target.value.name
+    if isinstance(node, nodes.AugAssign):
+        target = node.target
+        if isinstance(target, nodes.AssignName):
+            return target.name
+        if isinstance(target, nodes.Subscript) and isinstance(target.value, nodes.Name):
+            return target.value.name
+    return None
+
+
+def _only_augmented(body: list[nodes.NodeNG], name: str) -> bool:
+    for stmt in body:
+        for node in walk_same_scope(stmt):
+            if isinstance(node, nodes.AssignName) and node.name == name and not isinstance(
+                    node.parent, nodes.AugAssign):
+                return False
+    return True
+
+
+def _assigned(body: list[nodes.NodeNG]) -> set[str]:
+    names: set[str] = set()
+    for stmt in body:
+        for node in walk_same_scope(stmt):
+            if isinstance(node, nodes.AssignName):
+                names.add(node.name)
+    return names
+
+
+def _other_use(body: list[nodes.NodeNG], name: str) -> int | None:
+    """A line where the loop reads `name` other than to accumulate into it."""
+    allowed: set[int] = set()
+    for stmt in body:
+        for node in walk_same_scope(stmt):
+            if accumulation_target(node) == name:
+                receiver = _receiver(node)
+                if receiver is not None:
+                    allowed.add(id(receiver))
+    for stmt in body:
+        for node in walk_same_scope(stmt):
+            if isinstance(node, nodes.Name) and node.name == name and id(node) not in allowed:
+                return node.lineno
+    return None
+
+
+def _receiver(node: nodes.NodeNG) -> nodes.NodeNG | None:
+    if isinstance(node, nodes.Expr):
+        return node.value.func.expr
+    if isinstance(node, nodes.Assign):
+        return node.targets[0].value
+    if isinstance(node, nodes.AugAssign) and isinstance(node.target, nodes.Subscript):
+        return node.target.value
+    return None
+
+
+def _first_load(body: list[nodes.NodeNG], name: str) -> int | None:
+    for stmt in body:
+        for node in walk_same_scope(stmt):
+            if isinstance(node, nodes.Name) and node.name == name:
+                return node.lineno
+    return None
+
+
+def _names_loaded(code: str) -> set[str]:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def _recording_body(body: list[nodes.NodeNG], accumulators: set[str]) -> str:
+    """The loop body as code, each accumulation turned into a call of the recorder."""
+    source = "\n".join(stmt.as_string() for stmt in body)
+    tree = ast.parse(source)
+    tree = _RecordAccumulations(accumulators).visit(tree)
+    # `continue` ends the item's work: run the body inside a loop of one pass
+    once = ast.For(target=ast.Name("__nb2cwl_once__", ast.Store()),
+                   iter=ast.Tuple([ast.Constant(0)], ast.Load()), body=tree.body, orelse=[])
+    module = ast.Module(body=[once], type_ignores=[])
+    ast.fix_missing_locations(module)
+    return ast.unparse(module)
+
+
+class _RecordAccumulations(ast.NodeTransformer):
+    def __init__(self, accumulators: set[str]) -> None:
+        self.accumulators = accumulators
+
+    def _record(self, node: ast.stmt, *args: ast.expr) -> ast.stmt:
+        call = ast.Call(func=ast.Name(RECORD, ast.Load()), args=list(args), keywords=[])
+        return ast.copy_location(ast.Expr(call), node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        return node  # other scopes are left alone
+
+    def visit_Expr(self, node: ast.Expr) -> ast.stmt:
+        value = node.value
+        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                and isinstance(value.func.value, ast.Name)
+                and value.func.value.id in self.accumulators
+                and value.func.attr in ACCUMULATING_METHODS and not value.keywords):
+            args = ast.Tuple(value.args, ast.Load())
+            return self._record(node, ast.Constant(value.func.value.id),
+                                ast.Constant("call:" + value.func.attr), args)
+        return node
+
+    def visit_Assign(self, node: ast.Assign) -> ast.stmt:
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                and target.value.id in self.accumulators):
+            return self._record(node, ast.Constant(target.value.id), ast.Constant("setitem"),
+                                ast.Tuple([_key(target.slice), node.value], ast.Load()))
+        return node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
+        op = type(node.op).__name__
+        target = node.target
+        if isinstance(target, ast.Name) and target.id in self.accumulators:
+            return self._record(node, ast.Constant(target.id), ast.Constant("iop:" + op),
+                                ast.Tuple([node.value], ast.Load()))
+        if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                and target.value.id in self.accumulators):
+            return self._record(node, ast.Constant(target.value.id),
+                                ast.Constant("isetitem:" + op),
+                                ast.Tuple([_key(target.slice), node.value], ast.Load()))
+        return node
+
+
+def _key(index: ast.expr) -> ast.expr:
+    """A subscript's index as a value: `a:b` is only syntax there, `slice(a, b)` is a value."""
+    if isinstance(index, ast.Slice):
+        parts = [index.lower, index.upper, index.step]
+        return ast.Call(ast.Name("slice", ast.Load()),
+                        [p if p is not None else ast.Constant(None) for p in parts], [])
+    if isinstance(index, ast.Tuple):
+        return ast.Tuple([_key(e) for e in index.elts], ast.Load())
+    return index
+
+
+
+def accumulated_values(body: list[nodes.NodeNG], accumulators: set[str]) -> list[nodes.NodeNG]:
+    """The expressions a loop body appends, stores or adds into its accumulators."""
+    found: list[nodes.NodeNG] = []
+    for stmt in body:
+        for node in walk_same_scope(stmt):
+            if accumulation_target(node) not in accumulators:
+                continue
+            if isinstance(node, nodes.Expr):
+                found.extend(node.value.args)
+            elif isinstance(node, (nodes.Assign, nodes.AugAssign)):
+                found.append(node.value)
+    return found
+
+
