@@ -208,3 +208,100 @@ def test_a_module_a_cell_writes_imports_in_a_later_step(tmp_path: Path) -> None:
     ], markdown_first=False)
     workflow, _ = run_with_workflow(path, tmp_path / "workflow")
     assert workflow[1] == ["stdout: 42\n"]
+
+
+# --- settings replayed in a step -------------------------------------------------------------
+
+@pytest.fixture
+def step_streams(monkeypatch):
+    """The step's own sys.stdout and sys.stderr, installed afresh (pytest swaps them)."""
+    from nb2cwl.runtime import capture
+
+    monkeypatch.setattr(capture, "_installed", False)
+    monkeypatch.setattr(sys, "stdout", sys.stdout)
+    monkeypatch.setattr(sys, "stderr", sys.stderr)
+
+def _module(tmp_path: Path, name: str, body: str = "flag = 0\n") -> None:
+    (tmp_path / f"{name}.py").write_text(body)
+    sys.path.insert(0, str(tmp_path))
+
+
+def test_a_setting_waits_for_the_module_it_configures(tmp_path: Path, monkeypatch) -> None:
+    """Replayed right after the step imports the module, before the importer goes on; a
+    step that never imports it never pays for it."""
+    from nb2cwl.runtime.settings import SettingsReplay
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    _module(tmp_path, "configured_lib")
+    definitions = {"0:0": {"key": "0:0", "cell": 0, "names": ["configured_lib"],
+                           "code": "import configured_lib", "requires": []}}
+    setting = {"key": "1:0", "cell": 1, "code": "configured_lib.flag = 7\nprint('hidden')",
+               "owners": ["configured_lib"], "requires": ["0:0"]}
+    replay = SettingsReplay([setting], definitions, {})
+    replay.before_cell(2)
+    assert "configured_lib" not in sys.modules
+    try:
+        import configured_lib  # noqa: F401  (the step's own import)
+
+        assert sys.modules["configured_lib"].flag == 7
+    finally:
+        sys.modules.pop("configured_lib", None)
+
+
+def test_a_setting_of_a_module_already_imported_runs_at_once(tmp_path: Path,
+                                                             step_streams: None) -> None:
+    from nb2cwl.runtime.capture import OutputCapture
+    from nb2cwl.runtime.settings import SettingsReplay
+
+    setting = {"key": "1:0", "cell": 1, "owners": [""], "requires": [],
+               "code": "import os\nos.environ['NB2CWL_TEST_SETTING'] = 'yes'\nprint('x')"}
+    replay = SettingsReplay([setting], {}, {})
+    try:
+        with OutputCapture(echo=False) as capture:
+            replay.before_cell(1)  # only settings of earlier cells
+            assert "NB2CWL_TEST_SETTING" not in __import__("os").environ
+            replay.before_cell(2)
+        assert __import__("os").environ["NB2CWL_TEST_SETTING"] == "yes"
+        assert capture.outputs == []  # what a replay prints is not shown again
+    finally:
+        __import__("os").environ.pop("NB2CWL_TEST_SETTING", None)
+
+
+def test_streams_reach_the_cell_running_now(step_streams: None) -> None:
+    """A handler that kept sys.stderr in one cell writes into the cell running later, and a
+    flush sends what is pending, as the kernel's streams do."""
+    import logging
+
+    from nb2cwl.runtime.capture import OutputCapture
+
+    with OutputCapture(echo=False):
+        handler = logging.StreamHandler(sys.stderr)
+    logger = logging.getLogger("nb2cwl-test-streams")
+    logger.addHandler(handler)
+    try:
+        with OutputCapture(echo=False) as later:
+            logger.warning("from a handler made earlier")
+            print("then stdout")
+        assert later.outputs == [
+            {"output_type": "stream", "name": "stderr", "text": "from a handler made earlier\n"},
+            {"output_type": "stream", "name": "stdout", "text": "then stdout\n"}]
+    finally:
+        logger.removeHandler(handler)
+
+
+def test_clear_output_and_display_updates_as_nbclient_keeps_them(step_streams: None) -> None:
+    from nb2cwl.runtime.capture import OutputCapture
+
+    with OutputCapture(echo=False) as capture:
+        capture.raw_display({"text/plain": "0%"}, display_id="bar")
+        capture.raw_display({"text/plain": "100%"}, display_id="bar", update=True)
+        print("first")
+        capture.clear(wait=True)
+        print("second")
+    assert capture.outputs == [{"output_type": "stream", "name": "stdout", "text": "second\n"}]
+    with OutputCapture(echo=False) as capture:
+        capture.raw_display({"text/plain": "0%"}, display_id="bar")
+        capture.raw_display({"text/plain": "100%"}, display_id="bar", update=True)
+    assert capture.outputs == [{"output_type": "display_data", "metadata": {},
+                                "data": {"text/plain": "100%"}}]

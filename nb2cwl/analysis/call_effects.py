@@ -195,6 +195,8 @@ class CallEffects:
         method = func.attrname
         kind = self._state_object(receiver)
         if kind is not None:  # plt.rcParams.update(...), logging.getLogger(...).setLevel(...)
+            if method in kb.STATE_READING_METHODS:
+                return  # log.warning(...), rcParams.get(...)
             what = f"{receiver.as_string()}.{method}()"
             self.fx.state_changes.append(StateChange(line, kind, what))
             self.fx.module_state.add(what)

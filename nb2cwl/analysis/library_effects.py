@@ -57,7 +57,8 @@ class LibraryEffects:
         if module in kb.RNG_STATE and attr not in kb.RNG_SAFE[module]:
             self.fx.rng.add(kb.RNG_STATE[module])
         library = kb.library_of(qualified)
-        if library is not None and library.draws and not _seeded(node):
+        setting = kb.state_set_by_call(qualified) is not None  # sklearn.set_config draws nothing
+        if library is not None and library.draws and not setting and not _seeded(node):
             self.fx.rng |= library.draws
 
     def _receiver_draws(self, root: str, method: str, node: nodes.Call) -> None:

@@ -136,7 +136,7 @@ class NameEffects:
             state.iterators.add(name)
         if isinstance(value, nodes.Lambda):
             state.functions[name] = summarize_function(value, state, self.cell_index, set())
-        kind = self._state_object(value)
+        kind = self._state_of_value(value)
         if kind is not None:
             state.state_objects[name] = kind
         held = self.held_effects(value) if not isinstance(value, nodes.Lambda) else None
@@ -363,7 +363,7 @@ class NameEffects:
         self.fx.holds.extend(Hold(h.family, 0, h.reason) for h in fx.holds)
         self.fx.reads_all.extend(fx.reads_all)
 
-    def _state_object(self, value: nodes.NodeNG) -> kb.StateKind | None:
+    def _state_of_value(self, value: nodes.NodeNG) -> kb.StateKind | None:
         """The process-wide state a value is (`plt.rcParams`, `logging.getLogger()`)."""
         if isinstance(value, nodes.Call):
             return kb.state_object(self.qualify(value.func))

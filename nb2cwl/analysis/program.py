@@ -243,7 +243,7 @@ def _state_object_binding(stmt: nodes.NodeNG, walker: EffectWalker) -> bool:
     """`name = <process-wide object>`: binding it again gives the very same object."""
     return (isinstance(stmt, nodes.Assign) and len(stmt.targets) == 1
             and isinstance(stmt.targets[0], nodes.AssignName)
-            and walker._state_object(stmt.value) is not None)
+            and walker._state_of_value(stmt.value) is not None)
 
 
 def _definition_time_names(stmt: nodes.NodeNG) -> set[str]:

@@ -95,7 +95,15 @@ def _replay_requirements(stmt: nodes.NodeNG, state: NamespaceState,
                          assigned: set[str]) -> tuple[Definition, ...] | None:
     """The definitions a replay of `stmt` needs, or None when it reads a data value."""
     needed: dict[str, Definition] = {}
-    for name in {n.name for n in stmt.nodes_of_class(nodes.Name)}:
+    names = {n.name for n in stmt.nodes_of_class(nodes.Name)}
+    pending = sorted(names)
+    while pending:  # what the notebook's functions it calls read when they run
+        summary = state.functions.get(pending.pop())
+        if summary is not None:
+            new = summary.effects.reads - names
+            names |= new
+            pending += sorted(new)
+    for name in names:
         definition = state.definitions.get(name)
         if definition is not None:
             needed[definition.key] = definition

@@ -375,14 +375,9 @@ class EffectWalker(NameEffects, StoreEffects, CallEffects, LibraryEffects, Magic
             if not shadowed:
                 self.call(node, bound)
                 return
-            for item in item_roots_of(node.func, self.item_roots):  # handler() of handlers
-                if not self.function_mode:
+            if isinstance(node.func, nodes.Name) and not self.function_mode:
+                # h() for h in handlers: an item of the collection runs
+                for item in sorted(self.item_roots.get(node.func.name, ())):
                     self._run_callable_value(item, node.lineno or 0)
         for child in node.get_children():
             self._comp_expr(child, bound)
-
-
-def item_roots_of(func: nodes.NodeNG, item_roots: dict[str, set[str]]) -> set[str]:
-    """The collections a comprehension variable called as a function is an item of."""
-    root = root_name(func)
-    return set(item_roots.get(root, ())) if root else set()

@@ -126,8 +126,12 @@ def assemble_target(options: CompileOptions) -> str:
 
 
 def plan_deployments(workflow: Workflow, options: CompileOptions) -> DeploymentPlan:
-    """The deployments steps are bound to, with one variant per distinct set of needs."""
-    defined = load_deployment_file(options.deployment_file) if options.deployment_file else {}
+    """The deployments steps are bound to, with one variant per distinct set of needs.
+
+    A --deployment-file's definitions win over those of the notebook's own metadata."""
+    defined = notebook_definitions(workflow)
+    if options.deployment_file:
+        defined.update(load_deployment_file(options.deployment_file))
     plan = DeploymentPlan({}, [])
     chosen: dict[str, Deployment] = {}
 
@@ -138,7 +142,8 @@ def plan_deployments(workflow: Workflow, options: CompileOptions) -> DeploymentP
                 known = sorted(set(defined) | set(KINDS))
                 raise BackendError(
                     f"{who} names deployment {name!r}, which is not defined; define it in a "
-                    f"--deployment-file, or use one of: {', '.join(known)}", where)
+                    "--deployment-file or in the notebook's 'workflow.deployments' metadata, "
+                    f"or use one of: {', '.join(known)}", where)
             chosen[name] = _customised(found, options)
             _check_broken(chosen[name])
         return chosen[name]
@@ -182,6 +187,24 @@ def load_deployment_file(path: str) -> dict[str, Deployment]:
     return _read_definitions(Path(path), f"--deployment-file {path}")
 
 
+def notebook_definitions(workflow: Workflow) -> dict[str, Deployment]:
+    """The deployments the notebook's Jupyter-Workflow metadata defines, by name."""
+    if not workflow.notebook_deployments:
+        return {}
+    entries = {name: _jupyter_workflow_entry(entry)
+               for name, entry in workflow.notebook_deployments.items()}
+    return _parse_definitions(entries, f"the 'workflow' metadata of {workflow.notebook_name}",
+                              Path(workflow.notebook_path).parent)
+
+
+def _jupyter_workflow_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """Jupyter-Workflow's `helm` and `helm3` are Helm 3 charts: StreamFlow's `helm`."""
+    entry = dict(entry)
+    if entry.get("type") in ("helm3", "helm2"):
+        entry["type"] = "helm"
+    return entry
+
+
 def _read_definitions(path: Path, origin: str) -> dict[str, Deployment]:
     try:
         document = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
@@ -194,8 +217,12 @@ def _read_definitions(path: Path, origin: str) -> dict[str, Deployment]:
     if not isinstance(entries, dict) or not entries:
         raise BackendError(f"{origin}: expected a 'deployments' mapping of names to "
                            "{type, config} (see streamflow-configs/)")
+    return _parse_definitions(entries, origin, path.resolve().parent)
+
+
+def _parse_definitions(entries: dict[str, Any], origin: str, base: Path
+                       ) -> dict[str, Deployment]:
     found = {}
-    base = path.resolve().parent
     for name, entry in entries.items():
         if not isinstance(name, str) or not _NAME.match(name):
             raise BackendError(f"{origin}: deployment name {name!r} must start with a lowercase "

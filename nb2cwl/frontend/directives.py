@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from nb2cwl.errors import DirectiveError, Location
@@ -46,6 +47,7 @@ def read_directives(cell: Cell, notebook: str) -> CellDirectives:
         raise DirectiveError("the 'workflow.step' metadata must be an object", where)
     ins, in_files, scatter = _read_ports(step.get("in", []), "in", where)
     outs, _, _ = _read_ports(step.get("out", []), "out", where)
+    scatter += _scatter_items(step.get("scatter"), where)
     autoin = step.get("autoin", True)
     if not isinstance(autoin, bool):
         raise DirectiveError("'workflow.step.autoin' must be true or false", where)
@@ -61,6 +63,46 @@ def read_directives(cell: Cell, notebook: str) -> CellDirectives:
             raise DirectiveError("'workflow.target' needs a deployment (or model) name", where)
         target_name = model
     return CellDirectives(skip, step_name, ins, in_files, outs, autoin, scatter, target_name)
+
+
+def _scatter_items(scatter: object, where: Location) -> tuple[str, ...]:
+    """Jupyter-Workflow's step-level `scatter: {items: [name | {name, size|num}], method}`."""
+    if scatter is None:
+        return ()
+    if not isinstance(scatter, dict) or not isinstance(scatter.get("items", []), list):
+        raise DirectiveError("'workflow.step.scatter' must be an object with an 'items' list",
+                             where)
+    names: list[str] = []
+    for item in scatter.get("items", []):
+        name = item.get("name") if isinstance(item, dict) else item
+        if not isinstance(name, str) or not name:
+            raise DirectiveError("a 'workflow.step.scatter' item must be a name or an object "
+                                 "with a 'name'", where)
+        names.append(name)
+    return tuple(names)
+
+
+def notebook_deployments(metadata: dict, notebook: str) -> dict[str, dict]:
+    """Deployments the notebook's own Jupyter-Workflow metadata defines: `workflow.deployments`,
+    or the older `workflow.models`, each `{type, config}` as StreamFlow takes it."""
+    where = Location(notebook)
+    workflow = metadata.get("workflow")
+    if workflow is None:
+        return {}
+    if not isinstance(workflow, dict):
+        raise DirectiveError("the notebook's 'workflow' metadata must be an object", where)
+    found: dict[str, dict] = {}
+    for key in ("models", "deployments"):  # the newer name wins on a clash
+        entries = workflow.get(key) or {}
+        if not isinstance(entries, dict):
+            raise DirectiveError(f"the notebook's 'workflow.{key}' metadata must map names to "
+                                 "{type, config}", where)
+        for name, entry in entries.items():
+            if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+                raise DirectiveError(f"deployment {name!r} in the notebook's 'workflow.{key}' "
+                                     "needs a 'type' and a 'config'", where)
+            found[str(name)] = json.loads(json.dumps(entry))  # plain data, not nbformat's
+    return found
 
 
 def _read_ports(

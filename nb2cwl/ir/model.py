@@ -220,6 +220,8 @@ class Workflow:
     diagnostics: tuple = field(default=())
     settings: tuple[Setting, ...] = ()  # replayed in later steps, in notebook order
     skipped_magics: tuple[str, ...] = ()  # magics a step does not run (%pip, %tensorboard)
+    # deployments the notebook's own (Jupyter-Workflow) metadata defines: name -> entry
+    notebook_deployments: dict = field(default_factory=dict, hash=False, compare=False)
 
     def step(self, name: str) -> Step:
         """The step called `name`."""

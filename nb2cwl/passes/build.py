@@ -5,6 +5,7 @@ from __future__ import annotations
 from nb2cwl.analysis.dataflow import Dataflow
 from nb2cwl.analysis.skeletons import MapSkeleton
 from nb2cwl.errors import DirectiveError
+from nb2cwl.frontend.directives import notebook_deployments
 from nb2cwl.frontend.reader import safe_name
 from nb2cwl.ir.model import (
     CellCode,
@@ -85,6 +86,7 @@ def build_workflow(flow: Dataflow) -> Workflow:
                                tuple(d.key for d in s.requires)) for s in flow.settings),
         skipped_magics=tuple(sorted({m for c in flow.cells
                                      for m in _skipped(c.analysis.effects.skipped_magics)})),
+        notebook_deployments=notebook_deployments(notebook.metadata, notebook.name),
     )
 
 

@@ -22,6 +22,12 @@ MUTATING_METHODS = frozenset(
 STORING_METHODS = frozenset({"append", "add", "extend", "insert", "update", "setdefault",
                              "appendleft", "extendleft", "put", "push", "register"})
 
+#: Methods of process-wide objects (a logger, rcParams, os.environ) that only read or use them.
+STATE_READING_METHODS = frozenset({
+    "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal",
+    "isEnabledFor", "getEffectiveLevel", "getChild", "hasHandlers", "get", "keys", "values",
+    "items", "copy", "index", "count", "find_all", "__getitem__", "__contains__"})
+
 #: Types whose methods are known: only MUTATING_METHODS (or inplace=True) modify them.
 KNOWN_TYPES = frozenset(
     {
