@@ -89,6 +89,22 @@ STAYS_SEQUENTIAL = [
       "r = [h(x + 1) for x in xs]"], ("default value of seen",)),
     # not an accumulation: a loop run for what it changes, which is not even a candidate
     ("update() with keywords", ["d = {}", "for x in xs:\n    d.update(last=f(x))"], ()),
+    ("a library nb2cwl does not know", ["import mylib_unknown",
+                                        "r = [mylib_unknown.process(x) for x in xs]"],
+     ("no knowledge of",)),
+    ("TensorFlow objects per item", ["import tensorflow as tf",
+                                     "r = [float(tf.reduce_sum(tf.ones(x))) for x in xs]"],
+     ("cannot be saved",)),
+    ("figures drawn per item", ["import matplotlib.pyplot as plt",
+                                "figs = []\nfor x in xs:\n    figs.append(plt.figure())\n"
+                                "    plt.plot([f(x)])"], ("figures",)),
+    ("an object whose __iter__ runs code",
+     ["class Items:\n    def __iter__(self):\n        for x in range(5):\n"
+      "            print('giving', x)\n            yield x\nitems = Items()",
+      "r = [f(v) for v in items]"], ("__iter__",)),
+    ("callables taken from a list",
+     ["hits = []\nhandlers = [lambda x: hits.append(x) or f(x), lambda x: f(x) + 1]",
+      "r = [h(3) for h in handlers]"], ("modifies",)),
 ]
 
 

@@ -9,7 +9,7 @@ import copy
 from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
-from nb2cwl.analysis.names import BUILTIN_NAMES, item_bindings, value_roots
+from nb2cwl.analysis.names import BUILTIN_NAMES, item_bindings, root_name, value_roots
 from nb2cwl.analysis.skeletons.model import Stop
 from nb2cwl.analysis.state import NamespaceState
 from nb2cwl.analysis.walker import EffectWalker, TypeInferrer
@@ -72,12 +72,25 @@ def read_by_callees(parts: list[nodes.NodeNG], state: NamespaceState) -> set[str
     return reads
 
 
+#: Libraries whose figures the inline backend shows when the cell ends.
+_FIGURE_FAMILIES = frozenset({"matplotlib", "seaborn"})
+
+
 def check_effects(fx, local: set[str], accumulators: set[str], line: int) -> None:
+    for library in kb.LIBRARIES:
+        if library.family in fx.families and library.uncarried_values:
+            raise Stop(line, f"an iteration uses {library.family}: "
+                             f"{library.uncarried_values}, so other processes cannot have them")
     if fx.rng:
         raise Stop(line, "an iteration draws from the global random generator, so results "
                           "depend on the order (seed a generator per item instead)")
     if fx.file_writes or fx.opaque_io:
         raise Stop(line, "an iteration writes files, so the order of writes matters")
+    if fx.holds:  # a library nb2cwl does not know, a seed: state of the process
+        raise Stop(line, f"an iteration: {fx.holds[0].reason}")
+    if fx.families & _FIGURE_FAMILIES:
+        raise Stop(line, "an iteration may draw figures, which Jupyter shows at the end of the "
+                         "cell, in the order they were drawn")
     if fx.module_state:  # each process would change its own copy
         what = sorted(fx.module_state)[0]
         raise Stop(line, f"an iteration changes {what}, state of the module "
@@ -119,6 +132,15 @@ def eager_collections(iterables: tuple[nodes.NodeNG, ...], state: NamespaceState
             raise Stop(line, "the collection is produced item by item (a generator), so its "
                               "own work interleaves with the loop's")
         shared_iterators([iterable], state, line)
+        iterating = sorted(name for name, summary in state.functions.items()
+                           if summary.is_class and summary.iterates_code)
+        called = (iterable.func.name if isinstance(iterable, nodes.Call)
+                  and isinstance(iterable.func, nodes.Name) else None)
+        unknown = (isinstance(iterable, (nodes.Name, nodes.Attribute))
+                   and state.types.get(root_name(iterable) or "") not in kb.KNOWN_TYPES)
+        if iterating and (unknown or called in iterating):
+            raise Stop(line, f"the collection may be an object of {iterating[0]}, whose "
+                             "__iter__ runs the notebook's code between the items")
 
 
 def lazy(node: nodes.NodeNG, state: NamespaceState) -> bool:
