@@ -45,13 +45,25 @@ def explain_data(workflow: Workflow) -> dict[str, Any]:
         "external_files": [{"path": p, "type": k} for p, k in workflow.external_files],
         "skeletons": list(workflow.skeletons),
         "fallbacks": [{"cell": f.cell, "reason": f.reason} for f in workflow.fallbacks],
+        "settings": [{"cell": s.cell_index, "line": s.line, "code": s.code,
+                      "changes": list(s.kinds), "replayed_once_imported": list(s.owners)}
+                     for s in workflow.settings],
+        "skipped_magics": list(workflow.skipped_magics),
+        "runtime": RUNTIME,
         "diagnostics": [d.to_json() for d in workflow.diagnostics],
     }
 
 
+#: How a step runs its cells (runtime/kernel_shell.py, runtime/plain_shell.py).
+RUNTIME = ("each step runs its cells with IPython's own shell, as the Jupyter kernel does "
+           "(magics, display formatting, matplotlib's inline backend), where IPython is "
+           "installed in the step's environment; elsewhere as plain Python, with a warning in "
+           "the step's log")
+
+
 def explain_text(workflow: Workflow) -> str:
     """Human-readable explanation."""
-    lines = [f"{workflow.notebook_name}: {len(workflow.steps)} steps"]
+    lines = [f"{workflow.notebook_name}: {len(workflow.steps)} steps", f"({RUNTIME})"]
     for step in workflow.steps:
         cells = ", ".join(str(c.index) for c in step.cells)
         after = ", ".join(step.depends_on()) or "nothing (can start at once)"
@@ -75,6 +87,16 @@ def explain_text(workflow: Workflow) -> str:
     if notes:
         lines.append("\nnotes:")
         lines.extend(f"  cell {index}: {note}" for index, note in notes)
+    if workflow.settings:
+        lines.append("\nsettings replayed in later steps (before the first of their cells that "
+                     "follows, once what they configure is imported there):")
+        for setting in workflow.settings:
+            first = setting.code.strip().splitlines()[0][:70]
+            lines.append(f"  cell {setting.cell_index} line {setting.line}: {first}  "
+                         f"({', '.join(setting.kinds)})")
+    if workflow.skipped_magics:
+        lines.append("magics not run in steps: " + ", ".join(
+            f"%{m}" for m in workflow.skipped_magics) + " (see the warnings below)")
     for fallback in workflow.fallbacks:
         lines.append(f"fallback at cell {fallback.cell}: {fallback.reason}")
     for diagnostic in workflow.diagnostics:
