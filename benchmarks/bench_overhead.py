@@ -1,4 +1,5 @@
-"""Workflow overhead: a linear notebook of CPU-bound cells, nbclient vs `nb2cwl run` (and --fuse).
+"""Workflow overhead: a linear notebook of CPU-bound cells, nbclient vs `nb2cwl run` with one
+step per cell (--granularity cell) and with the default partitioning (cells fused).
 
 Usage: python benchmarks/bench_overhead.py [--quick]
 """
@@ -83,13 +84,16 @@ def run_nbclient(path: str, work_dir: str) -> tuple[float, float, float]:
 
 
 def run_workflow(path: str, out: str, fuse: bool) -> tuple[float, dict[str, float]]:
-    """Wall seconds of `nb2cwl run`, and where the time went (from StreamFlow's database)."""
+    """Wall seconds of `nb2cwl run`, and where the time went (from StreamFlow's database).
+
+    `fuse`: the default partitioning; otherwise one step per cell."""
     bindir = os.path.dirname(sys.executable)
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
     command = [os.path.join(bindir, "nb2cwl"), "run", path, "-o", out, "--quiet"]
     started = time.time()
     done = subprocess.run(
-        command + (["--fuse"] if fuse else []), env=env, capture_output=True, text=True
+        command + ([] if fuse else ["--granularity", "cell"]), env=env, capture_output=True,
+        text=True
     )
     wall = time.time() - started
     if done.returncode:
@@ -130,7 +134,7 @@ def main() -> int:
     nbformat.write(make_notebook(cells, n), path)
     print(f"{cells} cells x {seconds} s of CPU work (range({n})); notebook {path}")
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    labels = ("nbclient", "nbclient cells only", "nb2cwl run", "nb2cwl run --fuse")
+    labels = ("nbclient", "nbclient cells only", "nb2cwl run (cell)", "nb2cwl run (auto)")
     wall: dict[str, list[float]] = {label: [] for label in labels}
     extra: dict[str, list[float]] = {label: [] for label in labels}  # wall - cells' own time
     parts: dict[str, dict[str, float]] = {}
@@ -139,7 +143,7 @@ def main() -> int:
         for label, value in (("nbclient", total), ("nbclient cells only", only)):
             wall[label].append(value)
             extra[label].append(value - own)
-        for label, fuse in (("nb2cwl run", False), ("nb2cwl run --fuse", True)):
+        for label, fuse in (("nb2cwl run (cell)", False), ("nb2cwl run (auto)", True)):
             out = os.path.join(tmp, f"{'fused' if fuse else 'plain'}-{rep}")
             seconds_taken, parts[label] = run_workflow(path, out, fuse)
             wall[label].append(seconds_taken)
@@ -159,7 +163,7 @@ def main() -> int:
     )
     print(f"{'':22} {'best':>6} {'mean':>6} {'projected':>10}")
     verdicts = []
-    for label in ("nb2cwl run", "nb2cwl run --fuse"):
+    for label in ("nb2cwl run (cell)", "nb2cwl run (auto)"):
         best = min(wall[label]) / min(wall["nbclient"])
         mean = statistics.mean(wall[label]) / statistics.mean(wall["nbclient"])
         projected = (work + statistics.mean(extra[label])) / (

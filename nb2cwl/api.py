@@ -10,15 +10,17 @@ from typing import TYPE_CHECKING
 
 from nb2cwl.analysis.dataflow import build_dataflow
 from nb2cwl.analysis.program import analyse_notebook
+from nb2cwl.backends.calibration import deployment_costs
 from nb2cwl.backends.deployments import bind_steps, plan_deployments
 from nb2cwl.backends.writer import write_workflow
-from nb2cwl.errors import DirectiveError
+from nb2cwl.errors import DirectiveError, Location, OptionError
 from nb2cwl.frontend.reader import read_notebook
 from nb2cwl.ir.model import Workflow
 from nb2cwl.ir.validate import InvalidWorkflow, validate_workflow
 from nb2cwl.options import CompileOptions
 from nb2cwl.passes.build import build_workflow
-from nb2cwl.passes.fuse import fuse_linear_chains
+from nb2cwl.passes.cost_model import read_profile, with_profile
+from nb2cwl.passes.partition import partition
 from nb2cwl.passes.scatter import scatter_loops
 from nb2cwl.passes.training import prepare_training
 
@@ -53,13 +55,20 @@ def _compile(path: str, options: CompileOptions) -> Workflow:
     workflow = prepare_training(workflow, options.scale_learning_rate)
     if options.scatter:
         workflow = scatter_loops(workflow, options.chunks)
-    if options.fuse:
-        workflow = fuse_linear_chains(workflow)
     try:
         validate_workflow(workflow)
     except InvalidWorkflow as exc:
         raise DirectiveError(str(exc), notebook.location()) from None
-    return bind_steps(workflow, options)  # where each step runs, and what it needs there
+    workflow = bind_steps(workflow, options)  # where each step runs, and what it needs there
+    profile = None
+    if options.profile:
+        try:
+            profile = read_profile(options.profile)
+        except ValueError as exc:
+            raise OptionError(f"--profile: {exc}", Location(notebook.name)) from None
+        workflow = with_profile(workflow, profile)
+    costs, default = deployment_costs(workflow, options)
+    return partition(workflow, costs, default, profile, options.granularity)
 
 
 def compile_to_directory(path: str, out_dir: str,

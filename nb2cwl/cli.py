@@ -16,7 +16,7 @@ from nb2cwl.options import CompileOptions
 # The compiler is imported inside the commands: `nb2cwl run` starts StreamFlow first, so that
 # StreamFlow's start-up overlaps with importing the compiler and compiling.
 
-COMMANDS = ("compile", "run", "explain", "graph", "export", "verify")
+COMMANDS = ("compile", "run", "explain", "graph", "export", "verify", "profile", "calibrate")
 
 DESCRIPTION = """\
 Compile a Jupyter notebook into a CWL v1.2 workflow that StreamFlow runs.
@@ -29,6 +29,8 @@ Compile a Jupyter notebook into a CWL v1.2 workflow that StreamFlow runs.
   nb2cwl graph NOTEBOOK.ipynb -o dag.svg the step graph (.svg, .dot or .mmd)
   nb2cwl export NOTEBOOK.ipynb -o B.zip  a reproducible bundle (Workflow RO-Crate) to rerun
   nb2cwl verify DIR                      check an unzipped bundle's checksums and crate
+  nb2cwl profile NOTEBOOK.ipynb          time each cell once (nbclient), for --profile
+  nb2cwl calibrate [--deployment NAME]   measure what a step costs where steps run
 
 Loops and comprehensions whose iterations are independent run as a scatter over chunks,
 gathered back in order (see --chunks, --no-scatter); `nb2cwl explain` says which and why not.
@@ -44,9 +46,16 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("notebook", help="the .ipynb notebook, or a Python script (.py, cells "
                         "marked with '# %%%%'; unmarked: one cell per group of top-level "
                         "statements separated by blank lines), to compile")
-    parser.add_argument("--fuse", action="store_true",
-                        help="merge linear chains of cells that gain no parallelism from "
-                             "separate steps into one step")
+    parser.add_argument("--granularity", choices=("auto", "cell"), default="auto",
+                        help="auto (the default): a step boundary only where it pays (heavy "
+                             "independent work runs side by side, loops scatter) or is needed "
+                             "(another deployment, a tag, state that cannot cross); every "
+                             "other cell shares a step with its neighbours. cell: one step "
+                             "per cell, for debugging")
+    parser.add_argument("--profile", metavar="FILE",
+                        help="a profile of a real run (nb2cwl profile NOTEBOOK) whose measured "
+                             "seconds per cell replace the static estimates where boundaries "
+                             "are chosen")
     parser.add_argument("--no-scatter", action="store_true",
                         help="run every loop sequentially, even where its iterations are "
                              "independent")
@@ -92,6 +101,26 @@ def _parser() -> argparse.ArgumentParser:
                        help="output format (default: from the file extension)")
     _deployment_options(graph)
     _bundle_parsers(commands)
+    profile = commands.add_parser(
+        "profile", help="run the notebook once top to bottom in a kernel and record each "
+        "cell's seconds, peak memory and the size of the values later cells read, for "
+        "compile/run --profile FILE")
+    profile.add_argument("notebook", help="the notebook (or script) to profile")
+    profile.add_argument("-o", "--output", metavar="FILE",
+                         help="where to write the profile (default: NOTEBOOK.profile.json "
+                              "beside the notebook)")
+    profile.add_argument("--force", action="store_true",
+                         help="replace FILE even if it is not a profile nb2cwl wrote")
+    profile.add_argument("--timeout", type=_positive, default=3600, metavar="SECONDS",
+                         help="the longest one cell may run (default 3600)")
+    profile.add_argument("--debug", action="store_true", help="show full tracebacks")
+    calibrate = commands.add_parser(
+        "calibrate", help="measure what one more step and a value crossing a step boundary "
+        "cost on a deployment, and keep the figures where compiling for it finds them")
+    calibrate.add_argument("--repeats", type=_positive, default=2, metavar="N",
+                           help="runs of each measurement; the fastest counts (default 2)")
+    calibrate.add_argument("--debug", action="store_true", help="show full tracebacks")
+    _deployment_options(calibrate)
     return parser
 
 
@@ -197,10 +226,16 @@ def main(argv: list[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "verify":
         return _verify(args)
-    options = CompileOptions(fuse=args.fuse, python=getattr(args, "python", "python3"),
-                             force=getattr(args, "force", False), scatter=not args.no_scatter,
-                             chunks=args.chunks, retries=getattr(args, "retries", 0),
-                             scale_learning_rate=args.scale_learning_rate,
+    if args.command == "profile":
+        return _profile(args)
+    options = CompileOptions(granularity=getattr(args, "granularity", "auto"),
+                             profile=getattr(args, "profile", None),
+                             python=getattr(args, "python", "python3"),
+                             force=getattr(args, "force", False),
+                             scatter=not getattr(args, "no_scatter", False),
+                             chunks=getattr(args, "chunks", 0),
+                             retries=getattr(args, "retries", 0),
+                             scale_learning_rate=getattr(args, "scale_learning_rate", False),
                              retry_delay=getattr(args, "retry_delay", 0),
                              deployment=getattr(args, "deployment", None),
                              targets=tuple(getattr(args, "target", ())),
@@ -209,6 +244,15 @@ def _dispatch(args: argparse.Namespace) -> int:
                              deployment_file=getattr(args, "deployment_file", None))
     if args.command == "export":
         return _export(args, options)
+    if args.command == "calibrate":
+        from nb2cwl.calibrate import calibrate
+
+        name, costs = calibrate(options, args.repeats)
+        print(f"deployment {name}: one more step costs {costs.step_seconds:.3f} s; values "
+              f"cross at {costs.bytes_per_second / 1e6:.0f} MB/s; {costs.cores} cores")
+        print(f"kept in {costs.source.split('(')[-1].rstrip(')')}: compiling for {name} now "
+              "chooses step boundaries with these figures")
+        return 0
     if args.command == "explain":
         from nb2cwl.api import compile_notebook
         from nb2cwl.backends.explain import explain_data, explain_text
@@ -338,6 +382,19 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"outputs: the original run's {report.outputs_checked} output file(s) match "
               f"{args.outputs}")
     print(f"bundle digest: sha256:{report.digest}")
+    return 0
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from nb2cwl.profiling import default_output, profile_notebook
+
+    output = args.output or default_output(args.notebook)
+    profile = profile_notebook(args.notebook, output, timeout=args.timeout, force=args.force)
+    slowest = sorted(profile["cells"].items(), key=lambda item: -item[1].get("seconds", 0))[:3]
+    print(f"wrote {output}: {len(profile['cells'])} cells, {profile['total_seconds']:.1f} s "
+          "in all; slowest: " + ", ".join(
+              f"cell {c.get('index')} {c.get('seconds', 0):.2f} s" for _, c in slowest))
+    print(f"use it: nb2cwl run {args.notebook} --profile {output}")
     return 0
 
 

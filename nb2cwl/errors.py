@@ -95,6 +95,12 @@ class BackendError(Nb2CwlError):
     code = "backend"
 
 
+class OptionError(Nb2CwlError):
+    """A command-line option (or its file) is unusable."""
+
+    code = "option"
+
+
 class OutputExistsError(Nb2CwlError):
     """The output directory holds files nb2cwl did not write; nothing is overwritten."""
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 class CompileOptions:
     """What the user asked for on the command line (or through the API)."""
 
-    fuse: bool = False  # merge linear chains of steps that gain no parallelism
+    granularity: str = "auto"  # "auto": a boundary only where it pays; "cell": one per cell
+    profile: str | None = None  # a profile of a real run (nb2cwl profile) for the cost model
     python: str = "python3"  # interpreter the steps run with (found on PATH at run time)
     force: bool = False  # write into an existing directory holding other files
     scatter: bool = True  # run safe loops and comprehensions as scatter/gather

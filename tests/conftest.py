@@ -25,7 +25,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Steps run `python3` from PATH: make it the interpreter running the tests."""
+def _python_on_path(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> None:
+    """Steps run `python3` from PATH: make it the interpreter running the tests. And the
+    costs of deployments are the profiles' figures, not what `nb2cwl calibrate` measured on
+    this machine before (tests that calibrate write to their own file)."""
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep
                        + os.environ.get("PATH", ""))
+    monkeypatch.setenv("NB2CWL_CALIBRATION",
+                       str(tmp_path_factory.getbasetemp() / "no-calibration.json"))

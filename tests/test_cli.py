@@ -151,24 +151,27 @@ def test_output_directory_is_never_clobbered(tmp_path: Path,
     assert path.exists()
 
 
-def test_fuse_merges_linear_chain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cheap_cells_share_a_step_unless_one_per_cell_is_asked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     shutil.copy(NOTEBOOKS / "linear_pipeline.ipynb", tmp_path)
     source = str(tmp_path / "linear_pipeline.ipynb")
-    main(["explain", source, "--json"])
+    main(["explain", source, "--json", "--granularity", "cell"])
     plain = json.loads(capsys.readouterr().out)
-    main(["explain", source, "--json", "--fuse"])
+    main(["explain", source, "--json"])
     fused = json.loads(capsys.readouterr().out)
     assert len(plain["steps"]) > 1
     assert len(fused["steps"]) == 1
     assert "fused" in " ".join(fused["steps"][0]["reasons"])
 
 
-def test_fuse_keeps_parallel_branches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_heavy_independent_branches_keep_their_steps(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     shutil.copy(NOTEBOOKS / "independent_branches.ipynb", tmp_path)
-    main(["explain", str(tmp_path / "independent_branches.ipynb"), "--json", "--fuse"])
+    main(["explain", str(tmp_path / "independent_branches.ipynb"), "--json"])
     fused = json.loads(capsys.readouterr().out)
     branch_steps = [s for s in fused["steps"] if set(s["cells"]) & {4, 5, 6}]
     assert len(branch_steps) == 3
+    assert all("runs beside" in " ".join(s["reasons"]) for s in branch_steps)
 
 
 def test_step_tag_merges_and_skip_tag_skips(tmp_path: Path,
@@ -220,5 +223,6 @@ def test_jupyter_workflow_metadata_is_honoured(tmp_path: Path,
 def test_console_script_help_documents_options() -> None:
     result = subprocess.run([sys.executable, "-m", "nb2cwl", "run", "--help"],
                             capture_output=True, text=True, check=True)
-    for option in ("--output", "--fuse", "--force", "--python", "--quiet", "--debug"):
+    for option in ("--output", "--granularity", "--profile", "--force", "--python", "--quiet",
+                   "--debug"):
         assert option in result.stdout

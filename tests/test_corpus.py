@@ -104,9 +104,9 @@ def test_ten_thousand_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     nb.cells.append(nbformat.v4.new_code_cell("print(v9999)"))
     path = tmp_path / "many.ipynb"
     nbformat.write(nb, path)
-    assert main(["explain", str(path), "--json"]) == 0
+    assert main(["explain", str(path), "--json", "--granularity", "cell"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert len(data["steps"]) == 10_001
     assert {"var": "v9998", "producer": 9998} in data["cells"][9999]["inputs"]
-    assert main([str(path), "-o", str(tmp_path / "wf"), "--fuse"]) == 0
+    assert main([str(path), "-o", str(tmp_path / "wf")]) == 0  # cheap cells: fused
     assert len(list((tmp_path / "wf" / "steps").glob("*.py"))) == 2  # one step + assemble

@@ -51,7 +51,7 @@ def _compile(notebook: Path, out: Path, *options: str) -> dict:
 
 def test_without_options_every_step_is_local(tmp_path: Path) -> None:
     config = _compile(write_notebook(tmp_path / "nb.ipynb", "x = 1", "print(x)"),
-                      tmp_path / "wf")
+                      tmp_path / "wf", "--granularity", "cell")
     assert targets(config) == {"/": {"deployment": "local"}}
     assert config["deployments"] == {"local": {"type": "local", "config": {}}}
     tool = load_yaml(tmp_path / "wf" / "tools" / "cell_0.cwl")
@@ -139,13 +139,14 @@ def test_targets_first_match_metadata_then_default(tmp_path: Path) -> None:
     )
     config = _compile(notebook, tmp_path / "wf", "--deployment", "slurm",
                       "--target", "cell_2=local", "--target", "cell_*=helm",
-                      "--target", "cell_2=docker")
+                      "--target", "cell_2=docker", "--granularity", "cell")
     bound = targets(config)
     assert bound["/"]["deployment"] == "slurm"  # assemble and the rest: --deployment
     assert bound["/cell_2"] == {"deployment": "local"}  # the first matching --target
     assert bound["/cell_0"]["deployment"] == "helm"  # --target beats cell metadata
     assert bound["/cell_1"]["deployment"] == "helm"
-    status, err = compile_cli(notebook, tmp_path / "wf2", "--target", "cell_0=slurm")
+    status, err = compile_cli(notebook, tmp_path / "wf2", "--target", "cell_0=slurm",
+                              "--granularity", "cell")
     assert status == 0 and "target-not-bound" not in err  # the metadata target is bound
     bound = targets(load_yaml(tmp_path / "wf2" / "streamflow.yml"))
     assert bound["/cell_0"]["deployment"] == "slurm"

@@ -13,10 +13,13 @@ CASES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if p.name != "fashion_m
 
 
 @pytest.mark.streamflow
+@pytest.mark.parametrize("granularity", ["auto", "cell"])
 @pytest.mark.parametrize("name", CASES)
-def test_workflow_matches_top_to_bottom_run(name: str, tmp_path: Path) -> None:
+def test_workflow_matches_top_to_bottom_run(name: str, granularity: str, tmp_path: Path) -> None:
+    """Fused or one step per cell, the outputs are Jupyter's."""
     jupyter = run_with_nbclient(NOTEBOOKS / name, tmp_path / "jupyter")
-    workflow, _ = run_with_workflow(NOTEBOOKS / name, tmp_path / "workflow")
+    workflow, _ = run_with_workflow(NOTEBOOKS / name, tmp_path / "workflow",
+                                    "--granularity", granularity)
     assert set(workflow) == set(jupyter)
     for index in sorted(jupyter):
         assert workflow[index] == jupyter[index], f"{name}: cell {index} differs"

@@ -7,6 +7,9 @@ import pytest
 from test_analysis import data_inputs, effects, flow, make_notebook
 
 from nb2cwl.api import compile_notebook
+from nb2cwl.options import CompileOptions
+
+ONE_STEP_PER_CELL = CompileOptions(granularity="cell")
 
 # --- settings: replayed where the statement can run again on its own -------------------
 
@@ -238,7 +241,7 @@ def test_input_history_makes_the_notebook_one_step(tmp_path):
 
 def test_empty_and_comment_cells_are_no_steps(tmp_path):
     workflow = compile_notebook(make_notebook(tmp_path, ["a = 1", "   \n", "# just a note",
-                                                         "print(a)"]))
+                                                         "print(a)"]), ONE_STEP_PER_CELL)
     assert [[c.index for c in s.cells] for s in workflow.steps] == [[0], [3]]
     assert [v.role for v in workflow.cells] == ["step", "empty", "empty", "step"]
 

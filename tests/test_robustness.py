@@ -92,17 +92,18 @@ def test_rerun_reuses_unchanged_steps(tmp_path: Path) -> None:
     cells = ["import time\nstamp = time.time()\nprint('stamp', stamp)", "print('second', stamp)"]
     path = notebook(tmp_path / "cache.ipynb", cells)
     out = tmp_path / "wf"
-    assert main(["run", str(path), "-o", str(out), "--quiet"]) == 0
+    one_per_cell = ["--quiet", "--granularity", "cell"]
+    assert main(["run", str(path), "-o", str(out), *one_per_cell]) == 0
     first = _executed(out, 1)["cells"]
     # the user edits the second cell and runs again: the first step is not redone
     document = json.loads(path.read_text())
     document["cells"][2]["source"] = "print('edited', stamp)"
     path.write_text(json.dumps(document))
-    assert main(["run", str(path), "-o", str(out), "--quiet"]) == 0
+    assert main(["run", str(path), "-o", str(out), *one_per_cell]) == 0
     second = _executed(out, 2)["cells"]
     assert _texts(second[1]) == _texts(first[1])  # same time stamp: reused, not rerun
     assert _texts(second[2]).startswith("edited")
-    assert main(["run", str(path), "-o", str(out), "--quiet", "--no-cache"]) == 0
+    assert main(["run", str(path), "-o", str(out), *one_per_cell, "--no-cache"]) == 0
     assert _texts(_executed(out, 3)["cells"][1]) != _texts(first[1])
 
 

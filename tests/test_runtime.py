@@ -117,7 +117,7 @@ def test_step_can_run_without_nb2cwl_installed(tmp_path: Path) -> None:
     import subprocess
 
     path = notebook(tmp_path / "nb.ipynb", ["x = 21", "print(x * 2)"])
-    main([str(path), "-o", str(tmp_path / "wf")])
+    main([str(path), "-o", str(tmp_path / "wf"), "--granularity", "cell"])
     work = tmp_path / "job"
     work.mkdir()
     script = tmp_path / "wf" / "steps" / "cell_1.py"

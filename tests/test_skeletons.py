@@ -287,7 +287,8 @@ def test_map_over_zero_and_one_item(
 
 
 def _steps_of(path: Path, capsys: pytest.CaptureFixture[str]) -> dict:
-    assert main(["explain", str(path), "--json"]) == 0
+    """explain's data, one step per cell (the split and gather of a loop, as they are)."""
+    assert main(["explain", str(path), "--json", "--granularity", "cell"]) == 0
     return json.loads(capsys.readouterr().out)
 
 

@@ -18,10 +18,10 @@ CASES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 BIN = Path(sys.executable).parent
 
 
-def _compile(name: str, tmp_path: Path, fuse: bool = False) -> Path:
+def _compile(name: str, tmp_path: Path, granularity: str = "auto") -> Path:
     shutil.copy(NOTEBOOKS / name, tmp_path)
     out = tmp_path / "wf"
-    compile_to_directory(str(tmp_path / name), str(out), CompileOptions(fuse=fuse))
+    compile_to_directory(str(tmp_path / name), str(out), CompileOptions(granularity=granularity))
     return out
 
 
@@ -35,9 +35,9 @@ def test_cwltool_validates(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", CASES)
-@pytest.mark.parametrize("fuse", [False, True])
-def test_streamflow_validates(name: str, fuse: bool, tmp_path: Path) -> None:
-    out = _compile(name, tmp_path, fuse)
+@pytest.mark.parametrize("granularity", ["cell", "auto"])
+def test_streamflow_validates(name: str, granularity: str, tmp_path: Path) -> None:
+    out = _compile(name, tmp_path, granularity)
     result = subprocess.run([str(BIN / "streamflow"), "run", "--validate",
                              str(out / "streamflow.yml")], capture_output=True, text=True,
                             cwd=tmp_path)

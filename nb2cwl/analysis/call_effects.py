@@ -29,6 +29,9 @@ from nb2cwl.analysis.value_types import CONTAINERS_OF_KNOWN
 if TYPE_CHECKING:
     from nb2cwl.analysis.state import NamespaceState
 
+#: What IPython puts in the namespace: its objects hold nothing of the notebook's.
+_SHELL_NAMES = frozenset({"get_ipython", "display"})
+
 
 
 class CallEffects:
@@ -338,7 +341,7 @@ class CallEffects:
             if func.attrname in FRESH_RESULT_METHODS:
                 return set()
             root = root_name(func.expr)
-            if root is None or root in self.state.imports:
+            if root is None or root in self.state.imports or root in _SHELL_NAMES:
                 return set()
             return {root}
         if (isinstance(func, nodes.Name) and func.name not in self.state.imports

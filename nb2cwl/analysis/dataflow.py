@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass, field
 
 from nb2cwl.analysis.program import CellAnalysis, NotebookAnalysis, is_builtin
@@ -80,6 +81,7 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
     file_writer: dict[str, int] = {}
     opaque_writers: list[int] = []
     stars: list[Definition] = []
+    search_dirs: list[str] = []  # folders sys.path settings add (relative to the notebook)
     flows: list[CellFlow] = []
     external: dict[str, str] = {}
     diagnostics: list[Diagnostic] = list(analysis.diagnostics)
@@ -117,7 +119,7 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
                 needed[state] = source[1]  # type: ignore[assignment]
         _file_inputs(cell, file_writer, opaque_writers, notebook_dir, needed, external)
         for key in _local_modules([*cell.definitions.values(), *replay.values()], notebook_dir,
-                                  set(file_writer)):
+                                  set(file_writer), search_dirs):
             path = key.rstrip("/")
             if path in file_writer:  # written by an earlier cell (%%writefile helper.py)
                 needed[f"file:{path}"] = file_writer[path]
@@ -149,6 +151,7 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
                 "are not staged",
                 analysis.notebook.location(cell.cell, line or None)))
         stars.extend(cell.star_imports)
+        search_dirs += _import_dirs(cell)
     for flow in flows:
         fx = flow.analysis.effects
         if fx.opaque_io or fx.opaque_reads:
@@ -179,6 +182,10 @@ def _file_inputs(
     last_opaque = opaque_writers[-1] if opaque_writers else None
     sees_all = bool(fx.opaque_io or fx.opaque_reads)
     touched = set(fx.file_reads) | (set(fx.file_writes) if sees_all else set())
+    for path in fx.file_writes:  # writing into a folder an earlier cell made needs the folder
+        parts = _normal(path).split("/")
+        touched |= {"/".join(parts[:end]) for end in range(1, len(parts))
+                    if "/".join(parts[:end]) in file_writer}
     for literal in fx.literals - fx.file_writes:
         # a path mentioned in any call (os.path.exists("plot.png"), Image.open(...)) is read;
         # for a pattern such as "data/*.csv", the folder in front of it
@@ -209,12 +216,23 @@ def _file_inputs(
             needed[ANY_FILE] = last_opaque
 
 
+def _import_dirs(cell: CellAnalysis) -> list[str]:
+    """Relative folders a cell's settings add to sys.path (`sys.path.append('lib')`)."""
+    found: list[str] = []
+    for setting in cell.settings:
+        if "sys.path" in setting.code:
+            found += [path for path in re.findall(r"['\"]([^'\"]+)['\"]", setting.code)
+                      if not os.path.isabs(path) and ".." not in path.split("/")]
+    return found
+
+
 def _local_modules(definitions: list[Definition], notebook_dir: str,
-                   written: set[str]) -> list[str]:
+                   written: set[str], search_dirs: list[str] = ()) -> list[str]:
     """Modules the imports among `definitions` find beside the notebook, as Jupyter does.
 
     The kernel runs in the notebook's folder, so `import helper` imports helper.py (or the
-    package helper/) from there: a step importing it needs that file in its own folder.
+    package helper/) from there, or from a folder a setting added to sys.path: a step
+    importing it needs that file in its own folder.
     """
     found: list[str] = []
     for definition in definitions:
@@ -231,7 +249,10 @@ def _local_modules(definitions: list[Definition], notebook_dir: str,
                 continue
             for name in names:
                 top = name.split(".")[0]
-                for key in (f"{top}.py", f"{top}/"):
+                keys = [f"{top}.py", f"{top}/"]
+                keys += [_normal(f"{folder}/{key}") + ("/" if key.endswith("/") else "")
+                         for folder in search_dirs for key in (f"{top}.py", f"{top}/")]
+                for key in keys:
                     there = key.rstrip("/") in written or os.path.exists(
                         os.path.join(notebook_dir, key))
                     if there and key not in found:

@@ -118,6 +118,8 @@ class MagicEffects:
         if kind.treatment == mk.TOGETHER:
             self.fx.holds.append(Hold("*", line, f"{what} changes {kind.name} for every "
                                                  "later cell"))
+        if kind is mk.WORKING_DIRECTORY:  # relative paths now mean other files
+            self.fx.opaque_io.append((line, f"{what} moves where relative paths point"))
 
     def _writefile(self, text: str | None, line: int) -> None:
         words = [self._constant(w) for w in (text or "").split()]

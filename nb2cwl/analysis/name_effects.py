@@ -325,7 +325,12 @@ class NameEffects:
                                             "shares its object"))
 
     def mutate_expr(self, node: nodes.NodeNG, line: int, why: str) -> None:
-        """Mutation of the object an expression such as `a.b[0]` reaches from its root name."""
+        """Mutation of the object an expression such as `a.b[0]` reaches from its root name,
+        or of the objects a call's result holds (`zip(rows, extra)`, `map(f, rows)`)."""
+        if isinstance(node, nodes.Call):
+            for root in sorted(self.roots_of(node)):
+                self.mutate(root, line, why)
+            return
         root = root_name(node)
         if root is not None:
             self.mutate(root, line, why)

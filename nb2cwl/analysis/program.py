@@ -10,6 +10,7 @@ from astroid import nodes
 from astroid.exceptions import AstroidError
 
 from nb2cwl.analysis import knowledge as kb
+from nb2cwl.analysis.cost import estimate_cell, function_definitions
 from nb2cwl.analysis.effects import Effects
 from nb2cwl.analysis.history import kernel_history
 from nb2cwl.analysis.inference import AstroidInferrer
@@ -44,6 +45,7 @@ class CellAnalysis:
     seed: tuple[int, str] | None = None  # (line, expression) of a TensorFlow seed call
     settings: list[Setting] = field(default_factory=list)  # replayed in later steps
     empty: bool = False  # only comments or whitespace: nothing to run
+    seconds: float = 0.0  # how long the cell runs, estimated from its code (analysis/cost.py)
 
 
 @dataclass
@@ -65,6 +67,7 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
     state = NamespaceState()
     results: list[CellAnalysis] = []
     assigned: set[str] = set()  # names earlier cells bound
+    functions: dict = {}  # the notebook's function definitions so far, for cost estimates
     for cell in active:
         body = spans.get(cell.index)
         offset = offsets.get(cell.index, 0)
@@ -79,6 +82,8 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
                                 "smaller expressions or functions",
                                 notebook.location(cell)) from None
         _relative_lines(analysis, offset)
+        functions.update(function_definitions(cell.code))
+        analysis.seconds = estimate_cell(cell.code, functions)
         results.append(analysis)
         assigned |= analysis.effects.writes
     del module
@@ -148,7 +153,7 @@ def _analyse_cell(
     definition_only = (
         replayable_statements == len(body)
         and not (effects.rng or effects.file_writes or effects.file_reads or effects.opaque_io
-                 or effects.opaque_reads)
+                 or effects.opaque_reads or effects.holds)
         and not cell.magics
         and not directives.declared_out
         and not effects.mutates

@@ -69,7 +69,7 @@ class StoreEffects:
         local = self.function_mode and root in self.locals
         kind = None if local else self._state_object(container)
         if kind is None and attribute is not None and not local:
-            kind = kb.state_object(f"{self.qualify(container)}.{attribute}")
+            kind = kb.state_stored_into(f"{self.qualify(container)}.{attribute}")
         if kind is not None:  # plt.rcParams[k] = v, pd.options.display.max_rows = n
             what = f"{container.as_string()}{'.' + attribute if attribute else '[...]'}"
             self.fx.state_changes.append(StateChange(line, kind, what))

@@ -110,8 +110,21 @@ def _defaults(args: nodes.NodeNG) -> tuple[tuple[str, ...], frozenset[str]]:
                                           strict=False) if d is not None]
     mutable = frozenset(name for name, default in pairs if isinstance(
         default, (nodes.List, nodes.Dict, nodes.Set, nodes.Call, nodes.ListComp,
-                  nodes.DictComp, nodes.SetComp)))
+                  nodes.DictComp, nodes.SetComp, nodes.Name, nodes.Attribute,
+                  nodes.Subscript)))  # an object made once: every call shares it
     return tuple(positional), mutable
+
+
+def default_roots(node: nodes.FunctionDef | nodes.Lambda) -> set[str]:
+    """Names whose objects a function's default values hold (`def f(x, rng=rng)`): the
+    function keeps them alive, and calls may change them."""
+    args = node.args
+    if not isinstance(args, nodes.Arguments):
+        return set()
+    found: set[str] = set()
+    for default in [*(args.defaults or []), *(d for d in args.kw_defaults or [] if d)]:
+        found |= value_roots(default)
+    return found
 
 
 def _decorator_name(decorator: nodes.NodeNG) -> str:

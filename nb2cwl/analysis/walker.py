@@ -25,7 +25,7 @@ from nb2cwl.analysis.name_effects import NameEffects
 from nb2cwl.analysis.names import BUILTIN_NAMES, item_bindings, root_name
 from nb2cwl.analysis.state import NamespaceState
 from nb2cwl.analysis.store_effects import StoreEffects
-from nb2cwl.analysis.summaries import summarize_class, summarize_function
+from nb2cwl.analysis.summaries import default_roots, summarize_class, summarize_function
 from nb2cwl.analysis.value_types import ValueTypes
 
 __all__ = ["BUILTIN_NAMES", "EffectWalker", "TypeInferrer"]
@@ -158,6 +158,10 @@ class EffectWalker(NameEffects, StoreEffects, CallEffects, LibraryEffects, Magic
         self.write(node.name, None)
         if not self.function_mode:
             self.state.functions[node.name] = summary
+            for held in sorted(default_roots(node) - set(self.state.imports)):
+                if held not in self.state.functions:  # def f(x, rng=rng): f keeps rng
+                    self.state.link(node.name, held)
+                    self._hand_on_group(node.name)
 
     _stmt_AsyncFunctionDef = _stmt_FunctionDef
 

@@ -70,6 +70,7 @@ class Deployment:
     origin: str  # where it was defined, for messages
     service: str | None = None  # the service steps bind to (Slurm base service, pod container)
     gpu: dict[str, Any] | None = None  # settings merged in for steps that need GPUs
+    costs: dict[str, Any] | None = None  # what a step boundary costs (backends/calibration.py)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -175,7 +176,8 @@ def load_profile(kind: str) -> Deployment:
     """The built-in profile for `kind` (local, docker, slurm, helm) from streamflow-configs/."""
     path = PROFILES / f"{kind}.yml"
     if not path.is_file() and kind == "local":  # compiling needs no profile: local is plain
-        return Deployment("local", "local", {"type": "local", "config": {}}, "built-in")
+        return Deployment("local", "local", {"type": "local", "config": {}}, "built-in",
+                          costs={"step_seconds": 0.25, "bytes_per_second": 2e8})
     if not path.is_file():
         raise BackendError(f"the built-in deployment profile {path} is missing; pass your own "
                            "deployments with --deployment-file")
@@ -232,9 +234,14 @@ def _parse_definitions(entries: dict[str, Any], origin: str, base: Path
                                "slurm, helm, ...) and a 'config' mapping")
         entry = copy.deepcopy(entry)
         own = entry.pop("nb2cwl", None) or {}
-        if not isinstance(own, dict) or not set(own) <= {"service", "gpu"}:
-            raise BackendError(f"{origin}: deployment {name}: 'nb2cwl' may hold only 'service' "
-                               "and 'gpu'")
+        if not isinstance(own, dict) or not set(own) <= {"service", "gpu", "costs"}:
+            raise BackendError(f"{origin}: deployment {name}: 'nb2cwl' may hold only 'service', "
+                               "'gpu' and 'costs'")
+        costs = own.get("costs")
+        if costs is not None and not (isinstance(costs, dict) and set(costs) <= {
+                "step_seconds", "bytes_per_second", "cores"}):
+            raise BackendError(f"{origin}: deployment {name}: 'nb2cwl.costs' may hold "
+                               "step_seconds, bytes_per_second and cores")
         if entry.get("config") is None:
             entry["config"] = {}
         if not isinstance(entry["config"], dict):
@@ -243,7 +250,8 @@ def _parse_definitions(entries: dict[str, Any], origin: str, base: Path
         if gpu is not None and not isinstance(gpu, dict):
             raise BackendError(f"{origin}: deployment {name}: 'nb2cwl.gpu' must be a mapping")
         _absolute_paths(entry["config"], base)
-        found[name] = Deployment(name, entry["type"], entry, origin, own.get("service"), gpu)
+        found[name] = Deployment(name, entry["type"], entry, origin, own.get("service"), gpu,
+                                 costs)
     return found
 
 

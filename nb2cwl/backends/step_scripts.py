@@ -37,6 +37,8 @@ def step_spec(workflow: Workflow, step: Step) -> dict:
         "notebook": workflow.notebook_name,
         "cells": [
             {"index": c.index, "id": c.cell_id, "code": c.code,
+             # IPython runs a cell from its source, as the kernel does (same file name)
+             **({} if c.rewritten or c.source == c.code else {"source": c.source}),
              "execution_count": c.execution_count, "quiet": c.quiet}
             for c in step.cells
         ],

@@ -25,6 +25,9 @@ class CellCode:
     source: str
     execution_count: int
     quiet: bool = False  # the cell ends with ';': no execute_result, as in IPython
+    rewritten: bool = False  # `code` was changed by a pass: run it, not the source
+    seconds: float = 0.0  # how long it runs: measured (`seconds_from`) or estimated
+    seconds_from: str = "estimate"  # "estimate", "notebook" (recorded timings) or "profile"
 
 
 @dataclass(frozen=True)
@@ -222,6 +225,9 @@ class Workflow:
     skipped_magics: tuple[str, ...] = ()  # magics a step does not run (%pip, %tensorboard)
     # deployments the notebook's own (Jupyter-Workflow) metadata defines: name -> entry
     notebook_deployments: dict = field(default_factory=dict, hash=False, compare=False)
+    # cells that are no step of their own (definitions only, comments): a step whose cells
+    # surround one runs it in its place, so later cells see the definitions it makes then
+    quiet_cells: tuple[CellCode, ...] = ()
 
     def step(self, name: str) -> Step:
         """The step called `name`."""

@@ -49,6 +49,7 @@ def build_workflow(flow: Dataflow) -> Workflow:
         _make_step(name, sorted(indices), flow, step_of, counts, merged_why.get(name, ()))
         for name, indices in groups.items()
     ]
+    quiet = tuple(_cell_code(c, counts) for c in flow.cells if c.index not in step_of)
     _check_merges(flow, step_of, notebook.name)
     edges = tuple(
         Edge(item.var, item.producer, cell_flow.index)
@@ -87,6 +88,7 @@ def build_workflow(flow: Dataflow) -> Workflow:
         skipped_magics=tuple(sorted({m for c in flow.cells
                                      for m in _skipped(c.analysis.effects.skipped_magics)})),
         notebook_deployments=notebook_deployments(notebook.metadata, notebook.name),
+        quiet_cells=quiet,
     )
 
 
@@ -187,11 +189,7 @@ def _make_step(
                        for c in cells) or any(v.startswith("file:") for v in outputs)
     sees_all = any(c.analysis.effects.opaque_io or c.analysis.effects.opaque_reads
                    for c in cells)
-    code = tuple(
-        CellCode(c.index, c.analysis.cell.cell_id, c.analysis.cell.code, c.analysis.cell.source,
-                 counts[c.index], _quiet(c.analysis.cell.source))
-        for c in cells
-    )
+    code = tuple(_cell_code(c, counts) for c in cells)
     tags = sorted({c.analysis.directives.step_name for c in cells
                    if c.analysis.directives.step_name is not None})
     if name == WHOLE_NOTEBOOK:
@@ -312,6 +310,36 @@ def _collect_replay(definition, into: dict[str, Replay]) -> None:
 def _replay_position(replay: Replay) -> tuple[int, int]:
     cell, number = replay.key.split(":")
     return int(cell), int(number)
+
+
+def _cell_code(cell_flow, counts: dict[int, int]) -> CellCode:
+    cell = cell_flow.analysis.cell
+    seconds, source = _seconds(cell.metadata, cell_flow.analysis.seconds)
+    return CellCode(cell.index, cell.cell_id, cell.code, cell.source, counts[cell.index],
+                    _quiet(cell.source), seconds=seconds, seconds_from=source)
+
+
+def _seconds(metadata: dict, estimate: float) -> tuple[float, str]:
+    """How long the cell ran when JupyterLab (or nbclient) recorded it in the notebook's
+    metadata, else the analysis' estimate."""
+    execution = metadata.get("execution") if isinstance(metadata, dict) else None
+    if isinstance(execution, dict):
+        began = _instant(execution.get("iopub.execute_input"))
+        ended = _instant(execution.get("shell.execute_reply"))
+        if began is not None and ended is not None and ended >= began:
+            return ended - began, "notebook"
+    return estimate, "estimate"
+
+
+def _instant(text: object) -> float | None:
+    import datetime
+
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def _step_name(wanted: str) -> str:

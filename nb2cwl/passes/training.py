@@ -77,14 +77,15 @@ def _rewrite_custom_loop(workflow: Workflow, step: Step,
     prelude = ""
     if defined_here:
         at = defined_here[-1]
-        cells[at] = replace(cells[at], code=_scale_gradients(cells[at].code, function))
+        cells[at] = replace(cells[at], code=_scale_gradients(cells[at].code, function),
+                            rewritten=True)
     else:
         replays = [r for r in workflow.replays if function in r.names
                    and r.cell_index < plan.cell]
         if not replays:
             raise _Unsafe(f"{function} is not a function defined in the notebook")
         prelude = _scale_gradients(replays[-1].code, function)
-    cells[position] = replace(training_cell,
+    cells[position] = replace(training_cell, rewritten=True,
                               code=_distribute_calls(training_cell.code, function))
     return tuple(cells), prelude
 

@@ -9,13 +9,20 @@ import shutil
 RESERVED = ("nb2cwl-out", "nb2cwl_runtime", "nb2cwl-home")
 
 
+#: The stamp of a folder in a snapshot: a folder a cell made, even an empty one, is written.
+FOLDER = (-1, -1)
+
+
 def snapshot(root: str) -> dict[str, tuple[int, int]]:
-    """Every file under `root` (outside reserved folders) with its mtime and size."""
+    """Every file under `root` (outside reserved folders) with its mtime and size, and every
+    folder (stamped FOLDER)."""
     seen: dict[str, tuple[int, int]] = {}
     for folder, dirs, files in os.walk(root):
         rel_folder = os.path.relpath(folder, root)
         if rel_folder == ".":
             dirs[:] = [d for d in dirs if d not in RESERVED]
+        for name in dirs:
+            seen[os.path.normpath(os.path.join(rel_folder, name))] = FOLDER
         for name in files:
             path = os.path.join(folder, name)
             rel = os.path.normpath(os.path.join(rel_folder, name))
@@ -34,9 +41,12 @@ def capture_changes(root: str, before: dict[str, tuple[int, int]], target: str) 
     os.makedirs(target, exist_ok=True)
     for rel in changed:
         destination = os.path.join(target, rel)
+        if after[rel] == FOLDER:
+            os.makedirs(destination, exist_ok=True)
+            continue
         os.makedirs(os.path.dirname(destination) or ".", exist_ok=True)
         shutil.copy2(os.path.join(root, rel), destination)
-    return changed
+    return [rel for rel in changed if after[rel] != FOLDER]
 
 
 def stage(source: str, rel: str, root: str) -> None:

@@ -152,8 +152,16 @@ class KernelExecutor:
         config.IPKernelApp.nb2cwl = "a workflow step run as a kernel would run it"
         profile = tempfile.mkdtemp(prefix="nb2cwl-ipython-")
         atexit.register(shutil.rmtree, profile, True)
+        extra: dict[str, Any] = {}
+        try:  # ipykernel's compiler: a cell's code gets the file name it has in the kernel
+            from ipykernel.compiler import XCachingCompiler
+
+            extra["compiler_class"] = XCachingCompiler
+        except ImportError:
+            pass
         self.shell = ZMQStepShell.instance(config=config, user_module=module,
-                                           ipython_dir=profile)
+                                           ipython_dir=profile, **extra)
+        self._filename = ""
         self.shell.skipped_magics = frozenset(skipped_magics)
         self.shell.builtin_trap.__enter__()  # get_ipython() and display() from now on
         self.namespace: dict[str, Any] = self.shell.user_ns
@@ -166,12 +174,15 @@ class KernelExecutor:
             if name in self.namespace:
                 setattr(hook, name, self.namespace[name])
 
-    def run_cell(self, code: str, execution_count: int,
-                 quiet: bool = False) -> tuple[bool, BaseException | None]:
-        """Run one cell as the kernel runs an execute request; (ok, exception). The shell
-        itself sees a trailing `;` (`quiet` is for the plain runtime)."""
+    def run_cell(self, cell: dict[str, Any],
+                 execution_count: int) -> tuple[bool, BaseException | None]:
+        """Run one cell as the kernel runs an execute request, from its source where nb2cwl
+        did not rewrite it; (ok, exception)."""
+        raw = cell.get("source", cell["code"])
         self.shell.execution_count = execution_count
-        result = self.shell.run_cell(code, store_history=True)
+        self._filename = self.shell.compile.get_code_name(
+            raw, self.shell.transform_cell(raw), execution_count)
+        result = self.shell.run_cell(raw, store_history=True)
         error = result.error_before_exec or result.error_in_exec
         return error is None, error
 
@@ -183,6 +194,8 @@ class KernelExecutor:
         the cell (`show_result`), and the cell's figures only at its end (`last`).
         """
         self.shell.execution_count = execution_count
+        self._filename = self.shell.compile.get_code_name(
+            code, self.shell.transform_cell(code), execution_count)
         self.shell.displayhook.muted = not show_result
         events = self.shell.events
         callbacks = list(events.callbacks["post_execute"])
@@ -197,8 +210,8 @@ class KernelExecutor:
         return error is None, error
 
     def filename_of(self, execution_count: int) -> str:
-        """The file name the shell gave the code of cell `execution_count` (for tracebacks)."""
-        return f"<ipython-input-{execution_count}-"
+        """The file name the shell gave the code it ran last (for tracebacks)."""
+        return self._filename
 
 
 def _has_inline_backend() -> bool:

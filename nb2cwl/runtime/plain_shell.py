@@ -137,10 +137,11 @@ class PlainExecutor:
     def values_loaded(self) -> None:
         """Nothing to do: the plain runtime keeps no result history of its own."""
 
-    def run_cell(self, code: str, execution_count: int,
-                 quiet: bool = False) -> tuple[bool, BaseException | None]:
-        """Run one cell; its result (unless it ends with `;`) and error go to the capture."""
-        return self.run_code(code, not quiet, execution_count, True)
+    def run_cell(self, cell: dict[str, Any],
+                 execution_count: int) -> tuple[bool, BaseException | None]:
+        """Run one cell's converted code; its result (unless it ends with `;`) and error go
+        to the capture."""
+        return self.run_code(cell["code"], not cell.get("quiet"), execution_count, True)
 
     def run_code(self, code: str, show_result: bool, execution_count: int,
                  last: bool) -> tuple[bool, BaseException | None]:

@@ -270,7 +270,7 @@ def _run_cell(cell: dict[str, Any], executor: Executor, spec: dict[str, Any]) ->
     """Run one cell as the kernel would; its outputs."""
     count = cell["execution_count"]
     with OutputCapture() as capture:
-        ok, error = executor.run_cell(cell["code"], count, cell.get("quiet", False))
+        ok, error = executor.run_cell(cell, count)
     if not ok:
         _failed(cell, error, spec, capture, executor.filename_of(count))
     return capture.outputs

@@ -100,6 +100,15 @@ def state_object(qualified: str | None) -> StateKind | None:
     (`os.environ`, `matplotlib.rcParams`, `logging.getLogger(...)`)."""
     if not qualified:
         return None
+    found = _by_prefix("global_objects", qualified)
+    return found if isinstance(found, StateKind) else None
+
+
+def state_stored_into(qualified: str | None) -> StateKind | None:
+    """The process-wide state a store into `qualified` changes
+    (`torch.backends.cudnn.deterministic = True`, `pd.options.display.max_rows = 5`)."""
+    if not qualified:
+        return None
     found = _by_prefix("global_objects", qualified) or _by_prefix("settings", qualified)
     return found if isinstance(found, StateKind) else None
 
@@ -146,5 +155,5 @@ __all__ = [
     "library_of",
     "seed_of",
     "state_object",
-    "state_set_by_call",
+    "state_set_by_call", "state_stored_into",
 ]

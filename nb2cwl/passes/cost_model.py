@@ -1,0 +1,94 @@
+"""What a step costs and what a step boundary costs, for the partitioning pass.
+
+A cell's seconds come from a profile of a real run (`nb2cwl profile`), from the timings
+JupyterLab recorded in the notebook, or from the analysis' static estimate, in that order.
+What a boundary costs depends on where the steps run: the per-step seconds (a process, the
+engine's scheduling, saving and loading values) and the bytes per second a value crosses
+with come from the deployment's calibration (`nb2cwl calibrate`), or the figures its profile
+in streamflow-configs/ carries. None of them is a constant of this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from nb2cwl.ir.model import CellCode, Step, Workflow
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What running steps costs on one deployment."""
+
+    step_seconds: float  # one more step: process start, scheduling, values saved and loaded
+    bytes_per_second: float  # a value crossing a boundary (saved, copied, loaded)
+    cores: int  # steps that can run at the same time
+    source: str = ""  # where the figures come from, for explain
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A measured top-to-bottom run: seconds per cell and bytes per value (by cell id)."""
+
+    seconds: Mapping[str, float] = field(default_factory=dict)
+    value_bytes: Mapping[str, int] = field(default_factory=dict)  # "cell_id:var" -> bytes
+    peak_memory_mb: Mapping[str, float] = field(default_factory=dict)
+    path: str = ""
+
+
+def read_profile(path: str) -> Profile:
+    """The profile file `nb2cwl profile` wrote (raise ValueError with what is wrong)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise ValueError(f"cannot read the profile {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the profile {path} is not JSON: {exc.msg}") from None
+    cells = data.get("cells") if isinstance(data, dict) else None
+    if not isinstance(cells, dict):
+        raise ValueError(f"the profile {path} has no 'cells' (write it with nb2cwl profile)")
+    seconds = {str(k): float(v.get("seconds", 0.0)) for k, v in cells.items()
+               if isinstance(v, dict)}
+    memory = {str(k): float(v.get("peak_memory_mb", 0.0)) for k, v in cells.items()
+              if isinstance(v, dict)}
+    sizes = {f"{k}:{var}": int(size) for k, v in cells.items() if isinstance(v, dict)
+             for var, size in (v.get("value_bytes") or {}).items()}
+    return Profile(seconds, sizes, memory, os.path.abspath(path))
+
+
+def with_profile(workflow: Workflow, profile: Profile | None) -> Workflow:
+    """The workflow with each profiled cell's measured seconds."""
+    if profile is None or not profile.seconds:
+        return workflow
+
+    def measured(cell: CellCode) -> CellCode:
+        seconds = profile.seconds.get(cell.cell_id)
+        return cell if seconds is None else replace(cell, seconds=seconds,
+                                                    seconds_from="profile")
+
+    steps = tuple(replace(s, cells=tuple(measured(c) for c in s.cells)) for s in workflow.steps)
+    return replace(workflow, steps=steps)
+
+
+def step_seconds(step: Step) -> float:
+    """How long a step's cells run (the skeleton parts of a loop: the loop's cell)."""
+    return sum(cell.seconds for cell in step.cells)
+
+
+def value_bytes(step: Step, var: str, profile: Profile | None) -> int:
+    """The size of `var` as `step` leaves it, when a profile measured it (0 if unknown)."""
+    if profile is None:
+        return 0
+    for cell in reversed(step.cells):
+        size = profile.value_bytes.get(f"{cell.cell_id}:{var}")
+        if size is not None:
+            return size
+    return 0
+
+
+def costs_for(step: Step, costs: Mapping[str, Costs], default: Costs) -> Costs:
+    """The costs of the deployment `step` runs on."""
+    return costs.get(step.target or "", default)

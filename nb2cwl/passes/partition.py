@@ -1,0 +1,202 @@
+"""Partitioning: which cells share a step. A boundary exists only where it pays or is needed.
+
+It pays where two heavy steps are independent of each other: on a deployment with more than
+one core they run side by side, and each saves more than a boundary costs (cost_model.py).
+It is needed where a user asked for it (an nb2cwl:step tag), where the placement differs
+(another deployment, other resources), around the parts of a scattered loop, and around a
+training step. Everything else is fused, in notebook order: the steps between two boundaries
+become one. The analysis' "kept together" groups arrive as single steps already and are never
+split. `granularity="cell"` keeps one step per cell (for debugging).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from nb2cwl.ir.model import Step, StepInput, Workflow
+from nb2cwl.ir.validate import InvalidWorkflow, topological_order, validate_workflow
+from nb2cwl.passes.cost_model import Costs, Profile, costs_for, step_seconds, value_bytes
+
+#: A step is heavy when it runs this many times longer than a boundary costs: splitting it
+#: from an independent heavy step then gains more than the two boundaries cost.
+HEAVY_FACTOR = 3.0
+TAGGED = "step_"  # prefix of the steps named by nb2cwl:step= tags (passes/build.py)
+
+
+def partition(workflow: Workflow, costs: Mapping[str, Costs], default: Costs,
+              profile: Profile | None = None, granularity: str = "auto") -> Workflow:
+    """Fuse the steps no boundary pays for (see the module docstring)."""
+    if granularity == "cell" or len(workflow.steps) < 2:
+        return embed_quiet_cells(workflow)
+    steps = sorted(workflow.steps, key=lambda s: s.first_cell)
+    apart = _standing_apart(workflow, steps, costs, default)
+    segments: list[list[Step]] = []
+    for step in steps:
+        alone = step.name in apart
+        if (alone or not segments or segments[-1][0].name in apart
+                or _placement(segments[-1][0]) != _placement(step)
+                or _inside_span(step, apart, workflow)):
+            segments.append([step])
+        else:
+            segments[-1].append(step)
+    merged = embed_quiet_cells(_merged(workflow, segments, apart, costs, default, profile))
+    try:
+        validate_workflow(merged)
+    except InvalidWorkflow:  # an unusual shape (a tag spanning others): leave the steps be
+        return embed_quiet_cells(workflow)
+    return merged
+
+
+def embed_quiet_cells(workflow: Workflow) -> Workflow:
+    """A step whose cells surround cells that are no step (definitions, comments) runs them
+    in their place, as Jupyter does: a function redefined between two of its cells is the
+    old one for the first and the new one for the second. Its replays keep only what is
+    defined before its first cell."""
+    if not workflow.quiet_cells:
+        return workflow
+    steps = []
+    for step in workflow.steps:
+        first, last = step.first_cell, step.cells[-1].index
+        between = [c for c in workflow.quiet_cells if first < c.index < last]
+        if step.is_skeleton_part or not between:
+            steps.append(step)
+            continue
+        cells = tuple(sorted((*step.cells, *between), key=lambda c: c.index))
+        replay = tuple(key for key in step.replay
+                       if not first <= workflow.replay(key).cell_index <= last)
+        steps.append(replace(step, cells=cells, replay=replay))
+    return replace(workflow, steps=tuple(steps))
+
+
+def _standing_apart(workflow: Workflow, steps: list[Step], costs: Mapping[str, Costs],
+                    default: Costs) -> dict[str, str]:
+    """Steps that keep boundaries on both sides, with the reason."""
+    reasons: dict[str, str] = {}
+    for step in steps:
+        if step.is_skeleton_part:
+            reasons[step.name] = "a part of a scattered loop"
+        elif step.name.startswith(TAGGED):
+            reasons[step.name] = "asked for by an nb2cwl:step tag"
+        elif step.training is not None:
+            reasons[step.name] = "a training step, run under its own strategy"
+    heavy = {s.name: step_seconds(s) for s in steps
+             if step_seconds(s) >= HEAVY_FACTOR * costs_for(s, costs, default).step_seconds
+             and costs_for(s, costs, default).cores > 1}
+    if len(heavy) < 2:
+        return reasons
+    ancestors = _ancestors(workflow)
+    bit = {name: 1 << number for number, name in enumerate(ancestors)}
+    for name, seconds in heavy.items():
+        for other, other_seconds in heavy.items():
+            independent = other != name and not (ancestors[name] & bit[other]) and not (
+                ancestors[other] & bit[name])
+            if independent and name not in reasons:
+                step = workflow.step(name)
+                boundary = costs_for(step, costs, default)
+                gain = min(seconds, other_seconds) - 2 * boundary.step_seconds
+                reasons[name] = (f"runs beside {other} (neither needs the other): about "
+                                 f"{seconds:.2g} s of work, a boundary costs about "
+                                 f"{boundary.step_seconds:.2g} s here, so about {gain:.2g} s "
+                                 "gained")
+    return reasons
+
+
+def _ancestors(workflow: Workflow) -> dict[str, int]:
+    """Every step's ancestors as a bit set (bit i: the i-th step of a topological order)."""
+    order = topological_order(workflow)
+    bit = {name: 1 << number for number, name in enumerate(order)}
+    found: dict[str, int] = {}
+    for name in order:
+        mask = 0
+        for producer in workflow.step(name).depends_on():
+            mask |= found[producer] | bit[producer]
+        found[name] = mask
+    return {name: found[name] for name in order}
+
+
+def _placement(step: Step) -> tuple:
+    return step.target, step.resources
+
+
+def _inside_span(step: Step, apart: dict[str, str], workflow: Workflow) -> bool:
+    """A step whose first cell lies between the cells of a step standing apart (a tag over
+    scattered cells): fusing across it could make steps depend on each other in a cycle."""
+    for name in apart:
+        other = workflow.step(name)
+        if other.first_cell < step.first_cell < other.cells[-1].index:
+            return True
+    return False
+
+
+def _merged(workflow: Workflow, segments: list[list[Step]], apart: dict[str, str],
+            costs: Mapping[str, Costs], default: Costs, profile: Profile | None) -> Workflow:
+    renamed: dict[str, str] = {}
+    fused: list[Step] = []
+    for segment in segments:
+        if len(segment) == 1:
+            step = segment[0]
+            why = apart.get(step.name)
+            fused.append(replace(step, reasons=(*step.reasons, f"a step of its own: {why}"))
+                         if why else step)
+            continue
+        merged = _merge(segment, workflow, costs, default, profile)
+        renamed.update({member.name: merged.name for member in segment})
+        fused.append(merged)
+    fused = [_rename(s, renamed) for s in fused]
+    fused.sort(key=lambda s: s.first_cell)
+    names = {cell.index: s.name for s in fused for cell in s.cells}
+    cells = tuple(replace(v, step=names.get(v.index, v.step)) for v in workflow.cells)
+    return replace(workflow, steps=tuple(fused), cells=cells)
+
+
+def _merge(segment: list[Step], workflow: Workflow, costs: Mapping[str, Costs],
+           default: Costs, profile: Profile | None) -> Step:
+    inside = {step.name for step in segment}
+    inputs: dict[str, StepInput] = {}
+    replay: dict[str, None] = {}
+    groups: set[tuple[str, ...]] = set()
+    reasons: list[str] = []
+    for step in segment:
+        for item in step.inputs:
+            if item.producer not in inside:
+                inputs.setdefault(item.var, item)
+        replay.update(dict.fromkeys(step.replay))
+        groups |= set(step.alias_groups)
+        reasons += [r for r in step.reasons if r not in reasons]
+    outputs = sorted({item.var for other in workflow.steps if other.name not in inside
+                      for item in other.inputs if item.producer in inside})
+    cells = tuple(cell for step in segment for cell in step.cells)
+    seconds = sum(step_seconds(s) for s in segment)
+    boundary = costs_for(segment[0], costs, default)
+    crossing = sum(value_bytes(s, var, profile) for s in segment for var in s.outputs)
+    reasons.append(
+        f"fused {len(segment)} steps (cells {cells[0].index} to {cells[-1].index}): about "
+        f"{seconds:.2g} s of work with no independent heavy step beside it, so no boundary "
+        f"among them pays (one costs about {boundary.step_seconds:.2g} s"
+        + (f", plus {crossing / boundary.bytes_per_second:.2g} s for the values" if crossing
+           else "") + f"; {boundary.source})")
+    first = segment[0]
+    return Step(
+        name=f"cells_{cells[0].index}_to_{cells[-1].index}",
+        cells=cells,
+        inputs=tuple(sorted(inputs.values(), key=lambda i: i.var)),
+        outputs=tuple(outputs),
+        replay=tuple(replay),
+        alias_groups=tuple(sorted(groups)),
+        writes_files=any(s.writes_files for s in segment),
+        sees_all_files=any(s.sees_all_files for s in segment),
+        target=first.target,
+        reasons=tuple(reasons),
+        resources=first.resources,
+    )
+
+
+def _rename(step: Step, names: dict[str, str]) -> Step:
+    if not any(i.producer in names for i in step.inputs):
+        return step
+    inputs: dict[str, StepInput] = {}
+    for item in step.inputs:
+        producer = names.get(item.producer, item.producer) if item.producer else None
+        inputs.setdefault(item.var, replace(item, producer=producer))
+    return replace(step, inputs=tuple(sorted(inputs.values(), key=lambda i: i.var)))

@@ -1,0 +1,695 @@
+"""Generate the fidelity corpus: notebooks written the way data scientists write them, each
+relying on state that one cell sets and later cells see.
+
+    python tests/fidelity/make_fidelity_notebooks.py
+
+Every notebook is deterministic (seeded, no clocks, no absolute paths), quick (a few seconds
+in a kernel; the TensorFlow ones under about 20 s on 2 cores), and writes files only under its
+own folder. `tests/test_fidelity.py` runs each one top to bottom with nbclient and as a
+workflow with `nb2cwl run`, and compares every cell's outputs. `cases.py` is generated too:
+the kinds of state each notebook exercises, the files it needs beside it, and the modules it
+imports. Running the script again rewrites byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).resolve().parent
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+#: name -> (kinds, cells, needs); a cell starting with "md:" is markdown
+NOTEBOOKS: dict[str, tuple[tuple[str, ...], list[str], tuple[str, ...]]] = {}
+
+
+def notebook(name: str, kinds: tuple[str, ...], needs: tuple[str, ...] = ()):
+    def register(cells: list[str]) -> None:
+        NOTEBOOKS[name] = (kinds, cells, needs)
+    return register
+
+
+DATA = """\
+import numpy as np
+import pandas as pd
+rng = np.random.default_rng(42)
+n = 120
+sales = pd.DataFrame({
+    "region": rng.choice(["north", "south", "east", "west"], n),
+    "product": rng.choice(["widget", "gadget", "doohickey"], n),
+    "units": rng.integers(1, 50, n),
+    "price": rng.uniform(2.5, 30.0, n).round(2),
+})
+sales["revenue"] = sales["units"] * sales["price"]"""
+
+# --- matplotlib and seaborn settings -----------------------------------------------------
+
+notebook("mpl_style_rcparams", ("matplotlib-settings",), ("matplotlib",))([
+    "md:# Styling plots once, at the top",
+    "%matplotlib inline\nimport matplotlib.pyplot as plt\nimport numpy as np\n"
+    "plt.style.use('ggplot')\nplt.rcParams['figure.figsize'] = (5, 3)\n"
+    "plt.rcParams['axes.titlesize'] = 'small'",
+    "x = np.linspace(0, 2 * np.pi, 50)\ny = np.sin(x)",
+    "md:The style set above applies to every later figure.",
+    "print(plt.rcParams['axes.facecolor'], plt.rcParams['figure.figsize'])",
+    "fig, ax = plt.subplots()\nax.plot(x, y)\nax.set_title('sine')\nplt.show()",
+    "plt.rcParams.update({'lines.linewidth': 3.0, 'font.size': 9})",
+    "print(plt.rcParams['lines.linewidth'], plt.rcParams['font.size'])\n"
+    "plt.plot(x, np.cos(x));",
+])
+
+notebook("mpl_rc_function", ("matplotlib-settings",), ("matplotlib",))([
+    "import matplotlib as mpl\nimport matplotlib.pyplot as plt\nmpl.rc('font', size=11)\n"
+    "mpl.rc('axes', grid=True)",
+    "values = [3, 1, 4, 1, 5, 9, 2, 6]",
+    "print(mpl.rcParams['font.size'], mpl.rcParams['axes.grid'])",
+    "plt.figure(figsize=(4, 2))\nplt.bar(range(len(values)), values)\nplt.show()",
+])
+
+notebook("seaborn_theme", ("seaborn-settings", "matplotlib-settings"), ("seaborn",))([
+    "md:# Seaborn theme",
+    "import seaborn as sns\nimport matplotlib.pyplot as plt\nsns.set_theme(style='whitegrid', "
+    "context='talk', palette='deep')",
+    DATA,
+    "print(plt.rcParams['axes.facecolor'], plt.rcParams['font.size'], "
+    "plt.rcParams['axes.grid'])",
+    "ax = sns.barplot(data=sales, x='region', y='units', errorbar=None)\nax.set_title('units')\n"
+    "plt.show()",
+    "sns.set_context('paper')\nprint(plt.rcParams['font.size'])",
+    "summary = sales.groupby('product')['revenue'].sum().round(2)\nsummary",
+])
+
+# --- numpy ---------------------------------------------------------------------------------
+
+notebook("numpy_printoptions", ("numpy-printoptions",))([
+    "import numpy as np\nnp.set_printoptions(precision=3, suppress=True, linewidth=60)",
+    "weights = np.array([1 / 3, 2 / 3, 1e-8, 12345.678901])\nmatrix = np.arange(12) / 7",
+    "print(weights)",
+    "weights",
+    "matrix.reshape(3, 4)",
+    "np.set_printoptions(threshold=5)\nnp.arange(100)",
+])
+
+notebook("numpy_seterr", ("numpy-seterr",))([
+    "import numpy as np\nold = np.seterr(divide='ignore', invalid='ignore')",
+    "a = np.array([1.0, 0.0, -1.0])\nb = np.array([0.0, 0.0, 2.0])",
+    "ratio = a / b\nprint(ratio)",
+    "np.seterr(divide='raise')\ntry:\n    a / b\nexcept FloatingPointError as exc:\n"
+    "    print('raised:', exc)",
+])
+
+# --- pandas --------------------------------------------------------------------------------
+
+notebook("pandas_display_options", ("pandas-options",), ("pandas",))([
+    "md:# Sales report",
+    "import pandas as pd\npd.set_option('display.max_rows', 8)\n"
+    "pd.set_option('display.precision', 2)\npd.options.display.float_format = '{:,.1f}'.format",
+    DATA,
+    "sales.head(12)",
+    "print(sales.describe())",
+    "by_region = sales.groupby('region').agg(units=('units', 'sum'), "
+    "revenue=('revenue', 'mean'))\nby_region",
+    "pd.reset_option('display.float_format')\nby_region",
+])
+
+notebook("pandas_max_columns", ("pandas-options", "wide-dataframe"), ("pandas",))([
+    "import pandas as pd\nimport numpy as np\npd.set_option('display.max_columns', 6)\n"
+    "pd.set_option('display.width', 70)",
+    "wide = pd.DataFrame(np.arange(60).reshape(3, 20) * 37,\n"
+    "                    columns=[f'feature_{i:02d}' for i in range(20)])",
+    "wide",
+    "print(wide)",
+])
+
+notebook("wide_dataframes", ("wide-dataframe",), ("pandas",))([
+    "md:# A wide table, as the kernel wraps it",
+    "import pandas as pd\nimport numpy as np",
+    "cols = [f'measurement_{i}' for i in range(28)]\n"
+    "wide = pd.DataFrame(np.arange(28 * 4).reshape(4, 28) * 123.25, columns=cols)",
+    "wide",
+    "print(wide)",
+    "wide.T.head(10)",
+    "long_text = pd.DataFrame({'description': ['a fairly long description of an item ' * 3] "
+    "* 3, 'value': [1, 2, 3]})\nlong_text",
+    "print(wide.describe())",
+])
+
+# --- warnings and logging ------------------------------------------------------------------
+
+notebook("warnings_filters", ("warnings-filters",))([
+    "import warnings\nimport numpy as np\nwarnings.filterwarnings('ignore', "
+    "category=RuntimeWarning)",
+    "values = np.array([1.0, -1.0, 4.0])",
+    "print(np.sqrt(values))",
+    "warnings.simplefilter('error', UserWarning)\ntry:\n    warnings.warn('strict now')\n"
+    "except UserWarning as exc:\n    print('caught', exc)",
+    "print(np.log(values))",
+])
+
+notebook("warnings_shown", ("warnings-filters",))([
+    "import warnings\n\ndef legacy(x):\n    warnings.warn('legacy() is deprecated', "
+    "FutureWarning, stacklevel=2)\n    return x * 2",
+    "print(legacy(1))",
+    "print(legacy(2))",
+    "warnings.filterwarnings('ignore', category=FutureWarning)",
+    "print(legacy(3))",
+])
+
+notebook("logging_config", ("logging-config",))([
+    "import logging\nlogging.basicConfig(level=logging.INFO, format='%(levelname)s "
+    "%(name)s: %(message)s')\nlog = logging.getLogger('pipeline')",
+    "log.setLevel(logging.DEBUG)",
+    "records = [3, 1, 2]\nlog.info('loaded %d records', len(records))",
+    "log.debug('sorted: %s', sorted(records))\nprint('done')",
+    "logging.getLogger('pipeline').setLevel(logging.WARNING)\nlog.info('not shown')\n"
+    "log.warning('shown')",
+])
+
+# --- environment, import path, working directory -------------------------------------------
+
+notebook("environ_variables", ("environ",))([
+    "import os\nos.environ['MODEL_NAME'] = 'baseline'\nos.environ['N_FOLDS'] = '5'",
+    "%env DATASET=iris",
+    "print(os.environ['MODEL_NAME'], int(os.environ['N_FOLDS']) * 2)",
+    "print(os.environ.get('DATASET'))",
+    "!echo $MODEL_NAME",
+])
+
+notebook("sys_path_helpers", ("sys-path",))([
+    "import os\nos.makedirs('helpers', exist_ok=True)",
+    "%%writefile helpers/textutils.py\ndef shout(text):\n    return text.upper() + '!'\n",
+    "import sys\nsys.path.append('helpers')",
+    "from textutils import shout\nprint(shout('hello'))",
+])
+
+notebook("working_directory", ("working-directory",))([
+    "import os\nos.makedirs('project/data', exist_ok=True)",
+    "os.chdir('project')\nprint(os.path.basename(os.getcwd()))",
+    "with open('data/numbers.txt', 'w') as fh:\n    fh.write('1\\n2\\n3\\n')",
+    "with open('data/numbers.txt') as fh:\n    print(sum(int(line) for line in fh))",
+    "print(sorted(os.listdir('data')))",
+])
+
+notebook("cd_magic", ("working-directory", "magics"))([
+    "import os\nos.makedirs('work/out', exist_ok=True)",
+    "%cd -q work",
+    "with open('out/a.txt', 'w') as fh:\n    fh.write('hello')",
+    "print(open('out/a.txt').read(), sorted(os.listdir('out')))",
+])
+
+# --- random numbers ------------------------------------------------------------------------
+
+notebook("numpy_random_indirect", ("python-numpy-random",), ("pandas", "sklearn"))([
+    "import random\nimport numpy as np\nimport pandas as pd\nrandom.seed(3)\nnp.random.seed(3)",
+    "df = pd.DataFrame({'x': np.arange(20), 'y': np.arange(20) ** 2})",
+    "print(df.sample(4))",
+    "print(np.random.permutation(6), random.randint(0, 100))",
+    "from sklearn.model_selection import train_test_split\n"
+    "train, test = train_test_split(df, test_size=0.25)\nprint(sorted(test['x']))",
+    "from sklearn.ensemble import RandomForestClassifier\n"
+    "clf = RandomForestClassifier(n_estimators=5).fit(df[['x']], df['y'] % 2)\n"
+    "print(clf.predict(df[['x']])[:10])",
+])
+
+# --- IPython magics and display -------------------------------------------------------------
+
+notebook("magics_timing", ("magics",), ("pandas",))([
+    "md:# Timing with magics",
+    "import pandas as pd\nimport numpy as np",
+    "%time frame = pd.DataFrame({'k': np.arange(1000) % 7, 'v': np.arange(1000)})",
+    "%%time\ngrouped = frame.groupby('k')['v'].sum()\nprint(grouped.head(3))",
+    "%timeit -n 1 -r 1 frame['v'].sum()",
+    "print(len(frame), int(grouped.sum()))",
+])
+
+notebook("magics_shell", ("magics",))([
+    "name = 'report'\nn = 3\nfname = 'notes.txt'",
+    "!echo hello $name {n * 2}",
+    "%%bash -s \"$name\" 7\necho \"first: $1, second: $2\"",
+    "%%writefile $fname\nline one\nline two",
+    "with open(fname) as fh:\n    print(fh.read().splitlines())",
+    "%ls notes.txt",
+    "files = !ls *.txt\nprint(files)",
+    "%%script python3\nprint('from a script', 2 + 2)",
+    "%killbgscripts",
+])
+
+notebook("magics_settings", ("magics", "display"), ("matplotlib",))([
+    "%matplotlib inline\n%config InlineBackend.figure_format = 'retina'\n%precision 3",
+    "import math\nimport matplotlib.pyplot as plt",
+    "math.pi",
+    "[math.e, math.tau]",
+    "plt.plot([1, 3, 2])\nplt.show()",
+    "%load_ext autoreload\n%autoreload 2",
+    "print('reloading is on')",
+])
+
+notebook("magics_capture_who", ("magics",))([
+    "alpha = 1\nbeta = 'two'\ngamma = [3]",
+    "%%capture captured\nprint('quiet output')\nfor i in range(3):\n    print(i)",
+    "print(captured.stdout.splitlines())",
+    "captured.show()",
+    "%who",
+    "%who_ls",
+])
+
+notebook("display_outputs", ("display",), ("pandas",))([
+    "import pandas as pd\nfrom IPython.display import HTML, Markdown, display",
+    "df = pd.DataFrame({'a': [1, 2], 'b': ['x', 'y']})\ndisplay(df)\nprint('after display')\ndf",
+    "display(Markdown('**bold** text'), HTML('<b>html</b>'))",
+    "%%html\n<i>an html cell</i>",
+    "6 * 7",
+    "print(_ + 1)",
+    "x = 10;",
+    "x * 2;",
+    "x, x * 3",
+])
+
+notebook("display_clear_updates", ("display",))([
+    "from IPython.display import clear_output, display\nimport time",
+    "for i in range(3):\n    clear_output(wait=True)\n    print('step', i)",
+    "handle = display('first', display_id=True)\nhandle.update('updated')",
+    "print('done')",
+])
+
+# --- aliasing through objects ---------------------------------------------------------------
+
+notebook("aliasing_objects", ("aliasing-objects",))([
+    "class Recorder:\n    def __init__(self, store):\n        self.store = store\n\n"
+    "    def add(self, item):\n        self.store.append(item)",
+    "history = ['start']\nrec = Recorder(history)",
+    "rec.add('step 1')\nrec.add('step 2')",
+    "print(history, rec.store is history)",
+    "groups = {'a': [1], 'b': [2]}\nfirst = groups['a']",
+    "first.append(10)",
+    "print(groups)",
+    "b = history\nb.append('via alias')",
+    "print(history[-1])",
+])
+
+notebook("aliasing_iterators", ("aliasing-objects",))([
+    "rows = [[1], [2], [3]]\nextra = [[10], [20], [30]]\n\n"
+    "class Merger:\n    def merge(self, pairs):\n        for target, more in pairs:\n"
+    "            target.extend(more)",
+    "merger = Merger()\nmerger.merge(zip(rows, extra))",
+    "print(rows)",
+    "def bump(items):\n    for i, item in enumerate(items):\n        item.append(i)",
+    "bump(map(lambda r: r, rows))",
+    "print(rows)",
+])
+
+notebook("known_gaps_functions", ("known-gaps",))([
+    "import functools\n\n@functools.lru_cache(maxsize=None)\ndef fib(n):\n"
+    "    return n if n < 2 else fib(n - 1) + fib(n - 2)",
+    "print(fib(25))",
+    "print(fib.cache_info())",
+    "def remember(x, seen=[]):\n    seen.append(x)\n    return list(seen)",
+    "remember('a')",
+    "print(remember('b'))",
+    "log = []\ndef append_to(target, item):\n    target.append(item)\n"
+    "record = functools.partial(append_to, log)",
+    "record(1)\nrecord(2)",
+    "print(log)",
+])
+
+notebook("known_gaps_classes", ("known-gaps",))([
+    "class Counter:\n    created = 0\n\n    def __init__(self):\n        type(self).created += 1",
+    "c1 = Counter()\nc2 = Counter()",
+    "print(Counter.created)",
+    "class Bag:\n    def __init__(self, items=[]):\n        items.append(len(items))\n"
+    "        self.items = items",
+    "first = Bag()",
+    "second = Bag()",
+    "print(first.items, second.items, first.items is second.items)",
+    "class Sensor:\n    def __init__(self):\n        self.reads = 0\n\n    @property\n"
+    "    def value(self):\n        self.reads += 1\n        return 21",
+    "s = Sensor()\nprint(s.value * 2)",
+    "print(s.reads)",
+])
+
+notebook("known_gaps_objects", ("known-gaps",))([
+    "class Registry:\n    def __init__(self):\n        self.names = []\n\n"
+    "    def record(self, name):\n        self.names.append(name)\n\n"
+    "REGISTRY = Registry()\n\ndef get_registry():\n    return REGISTRY",
+    "get_registry().record('alpha')",
+    "print(REGISTRY.names)",
+    "reg = get_registry()",
+    "reg.record('beta')",
+    "print(REGISTRY.names, reg is REGISTRY, get_registry() is REGISTRY)",
+    "counter = []\nhandlers = [lambda: counter.append('first'), lambda: counter.append('second')]",
+    "for handler in handlers:\n    handler()",
+    "print(counter)",
+])
+
+notebook("known_gaps_redefinition", ("known-gaps",))([
+    "def helper(x):\n    return x + 1",
+    "def work(values):\n    return [helper(v) for v in values]",
+    "print(work([1, 2, 3]))",
+    "def helper(x):\n    return x * 10",
+    "print(work([1, 2, 3]))",
+    "class Loud:\n    def __iter__(self):\n        for i in range(3):\n"
+    "            print('yielding', i)\n            yield i",
+    "def square(v):\n    return v * v\nsquares = [square(v) for v in Loud()]\nprint(squares)",
+])
+
+notebook("known_gaps_views", ("known-gaps",))([
+    "import numpy as np\narr = np.arange(8)\nhead = arr[:3]\ntransposed = arr.reshape(2, 4).T",
+    "arr[0] = 99",
+    "print(head, transposed[0])",
+    "head[1] = -1",
+    "print(arr[:4])",
+])
+
+# --- empty cells and scripts ----------------------------------------------------------------
+
+notebook("empty_cells", ("empty-cells",))([
+    "values = [1, 2, 3]",
+    "",
+    "# nothing here yet\n",
+    "   \n\n",
+    "total = sum(values)",
+    "# TODO: plot it",
+    "print(total)",
+])
+
+# --- TensorFlow and Keras -------------------------------------------------------------------
+
+TF_IMPORTS = ("import os\nos.environ['TF_CPP_MIN_LOG_LEVEL'] = '3'\nimport numpy as np\n"
+              "import tensorflow as tf\nimport keras")
+
+notebook("tf_seed_layers", ("tf-seed",), ("tensorflow",))([
+    TF_IMPORTS,
+    "keras.utils.set_random_seed(1234)  # Keras draws layer seeds from Python's random",
+    "layer = keras.layers.Dense(3)\nlayer.build((None, 4))\n"
+    "print(round(float(tf.reduce_sum(layer.kernel)), 4))",
+    "draws = tf.random.uniform((3,))\nprint(np.round(draws.numpy(), 4))",
+    "ds = tf.data.Dataset.range(8).shuffle(8)\nprint(list(ds.as_numpy_iterator()))",
+    "print(np.round(tf.random.normal((2,)).numpy(), 4))",
+], )
+
+notebook("keras_sequential_add", ("keras-across-cells", "tf-seed"), ("tensorflow",))([
+    TF_IMPORTS + "\nkeras.utils.set_random_seed(7)",
+    "X = np.random.rand(200, 4).astype('float32')\ny = (X.sum(axis=1) > 2).astype('float32')",
+    "model = keras.Sequential()\nmodel.add(keras.Input(shape=(4,)))",
+    "model.add(keras.layers.Dense(8, activation='relu'))\nmodel.add(keras.layers.Dropout(0.2))",
+    "model.add(keras.layers.Dense(1, activation='sigmoid'))\n"
+    "model.compile(optimizer='adam', loss='binary_crossentropy', metrics=['accuracy'])\n"
+    "print(len(model.layers))",
+    "history = model.fit(X, y, epochs=2, batch_size=32, verbose=0)\n"
+    "print([round(v, 4) for v in history.history['loss']])",
+    "loss, acc = model.evaluate(X, y, verbose=0)\nprint(round(loss, 4), round(acc, 4))",
+])
+
+notebook("keras_subclass", ("keras-across-cells", "tf-seed"), ("tensorflow",))([
+    TF_IMPORTS,
+    "class TinyNet(keras.Model):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.hidden = keras.layers.Dense(6, activation='relu')\n"
+    "        self.out = keras.layers.Dense(1)\n\n    def call(self, x):\n"
+    "        print('tracing call with shape', tuple(x.shape))\n"
+    "        return self.out(self.hidden(x))",
+    "keras.utils.set_random_seed(11)\nnet = TinyNet()\n"
+    "net.compile(optimizer=keras.optimizers.SGD(0.05), loss='mse')",
+    "X = np.linspace(0, 1, 64, dtype='float32').reshape(-1, 1)\ny = 3 * X + 1",
+    "out = net(X[:2])\nprint(out.shape)",
+    "hist = net.fit(X, y, epochs=3, batch_size=16, verbose=0)\n"
+    "print([round(v, 4) for v in hist.history['loss']])",
+    "hist2 = net.fit(X, y, epochs=1, batch_size=16, verbose=0)\n"
+    "print(round(hist2.history['loss'][0], 4))",
+    "print(round(float(net.evaluate(X, y, verbose=0)), 4))",
+])
+
+notebook("tf_gradient_tape", ("tf-seed", "keras-across-cells"), ("tensorflow",))([
+    TF_IMPORTS + "\ntf.random.set_seed(5)",
+    "X = tf.random.normal((128, 3))\ntrue_w = tf.constant([[1.0], [-2.0], [0.5]])\n"
+    "y = X @ true_w + 0.1",
+    "w = tf.Variable(tf.zeros((3, 1)))\nb = tf.Variable(0.0)\n"
+    "opt = keras.optimizers.SGD(learning_rate=0.1)",
+    "dataset = tf.data.Dataset.from_tensor_slices((X, y)).shuffle(128).batch(32)",
+    "for epoch in range(3):\n    for xb, yb in dataset:\n        with tf.GradientTape() as tape:\n"
+    "            loss = tf.reduce_mean((xb @ w + b - yb) ** 2)\n"
+    "        grads = tape.gradient(loss, [w, b])\n        opt.apply_gradients(zip(grads, [w, b]))\n"
+    "    print(epoch, round(float(loss), 4))",
+    "print(np.round(w.numpy().ravel(), 3), round(float(b.numpy()), 3))",
+])
+
+# --- Jupyter-Workflow metadata --------------------------------------------------------------
+
+JW_DEPLOYMENTS = {"deployments": {"local-a": {"type": "local", "config": {}}},
+                  "version": "v1.0"}
+JW_MODELS = {"models": {"model-a": {"type": "local", "config": {}}}, "version": "v1.0"}
+
+notebook("jupyter_workflow_deployments", ("jupyter-workflow-metadata",))([
+    "xs = list(range(10))\nprint(len(xs))",
+    "[workflow:deployment=local-a]\nsquares = [x * x for x in xs]\nprint(squares)",
+    "print(sum(squares))",
+])
+
+notebook("jupyter_workflow_models", ("jupyter-workflow-metadata",))([
+    "words = ['alpha', 'beta', 'gamma']",
+    "[workflow:model=model-a]\nlengths = {w: len(w) for w in words}\nprint(lengths)",
+    "print(max(lengths.values()))",
+])
+
+notebook("jupyter_workflow_scatter", ("jupyter-workflow-metadata",))([
+    "xs = [1, 2, 3, 4, 5, 6]",
+    "[workflow:scatter=xs]\nys = [x * 10 + 1 for x in xs]\nprint(ys)",
+    "print(ys[-1])",
+])
+
+# --- realistic analyses ----------------------------------------------------------------------
+
+notebook("realistic_sales_eda", ("realistic", "pandas-options", "matplotlib-settings",
+                                 "magics"), ("pandas", "matplotlib"))([
+    "md:# Sales exploration\nA quick look at last quarter's orders.",
+    "%matplotlib inline\nimport warnings\nimport numpy as np\nimport pandas as pd\n"
+    "import matplotlib.pyplot as plt\nwarnings.filterwarnings('ignore')\n"
+    "pd.set_option('display.precision', 2)\nplt.style.use('seaborn-v0_8-muted')",
+    DATA,
+    "md:## First look",
+    "sales.head()",
+    "sales.info()",
+    "print(sales.shape)\nsales.describe()",
+    "md:## Revenue by region",
+    "by_region = sales.groupby('region')['revenue'].agg(['sum', 'mean', 'count'])\nby_region",
+    "ax = by_region['sum'].plot(kind='bar', figsize=(5, 3), title='revenue by region')\n"
+    "ax.set_ylabel('revenue');",
+    "md:## Products",
+    "pivot = sales.pivot_table(index='region', columns='product', values='units', "
+    "aggfunc='sum')\npivot",
+    "share = (pivot / pivot.sum()).round(3)\nshare",
+    "%time top = sales.nlargest(5, 'revenue')",
+    "top[['region', 'product', 'revenue']]",
+    "fig, ax = plt.subplots(figsize=(4, 3))\nsales['price'].hist(ax=ax, bins=10)\nplt.show()",
+    "print('total revenue', round(sales['revenue'].sum(), 2))",
+])
+
+notebook("realistic_feature_engineering", ("realistic", "python-numpy-random", "wide-dataframe"),
+         ("pandas", "sklearn"))([
+    "md:# Feature engineering",
+    "import numpy as np\nimport pandas as pd\nfrom sklearn.preprocessing import StandardScaler\n"
+    "from sklearn.model_selection import train_test_split\nnp.random.seed(0)",
+    "raw = pd.DataFrame(np.random.randn(80, 5), columns=list('abcde'))\n"
+    "raw['target'] = (raw['a'] + raw['b'] > 0).astype(int)",
+    "raw.head()",
+    "features = raw.drop(columns='target')\nfor col in list(features.columns):\n"
+    "    features[f'{col}_sq'] = features[col] ** 2\n"
+    "    features[f'{col}_abs'] = features[col].abs()\nfeatures.shape",
+    "features.head(3)",
+    "X_train, X_test, y_train, y_test = train_test_split(features, raw['target'], "
+    "test_size=0.25)\nprint(X_train.shape, X_test.shape)",
+    "scaler = StandardScaler().fit(X_train)\nX_train_s = scaler.transform(X_train)\n"
+    "X_test_s = scaler.transform(X_test)",
+    "print(np.round(X_train_s.mean(axis=0)[:5], 6))\nprint(np.round(scaler.scale_[:3], 4))",
+    "corr = features.corrwith(raw['target']).sort_values(ascending=False).round(3)\ncorr.head(8)",
+])
+
+notebook("realistic_model_selection", ("realistic", "python-numpy-random", "logging-config"),
+         ("pandas", "sklearn"))([
+    "md:# Choosing a model",
+    "import logging\nimport numpy as np\nimport pandas as pd\nfrom sklearn.datasets import "
+    "make_classification\nfrom sklearn.linear_model import LogisticRegression\n"
+    "from sklearn.tree import DecisionTreeClassifier\nfrom sklearn.model_selection import "
+    "cross_val_score\nlogging.basicConfig(level=logging.INFO, format='%(message)s')\n"
+    "log = logging.getLogger('models')",
+    "X, y = make_classification(n_samples=300, n_features=8, random_state=1)\nprint(X.shape)",
+    "candidates = {'logreg': LogisticRegression(max_iter=500), "
+    "'tree': DecisionTreeClassifier(max_depth=3, random_state=0)}",
+    "scores = {}\nfor name, model in candidates.items():\n"
+    "    scores[name] = cross_val_score(model, X, y, cv=4).round(3)\n"
+    "    log.info('%s: %s', name, scores[name])",
+    "table = pd.DataFrame(scores).T\ntable['mean'] = table.mean(axis=1).round(3)\ntable",
+    "best = table['mean'].idxmax()\nprint('best model:', best)",
+    "final = candidates[best].fit(X, y)\nprint(round(final.score(X, y), 3))",
+])
+
+notebook("realistic_timeseries", ("realistic", "pandas-options", "numpy-printoptions"),
+         ("pandas", "matplotlib"))([
+    "md:# Daily readings",
+    "import numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt\n"
+    "np.set_printoptions(precision=2)\npd.set_option('display.max_rows', 10)",
+    "days = pd.date_range('2024-01-01', periods=60, freq='D')\n"
+    "readings = pd.Series(np.sin(np.arange(60) / 5) * 10 + np.arange(60) * 0.3, index=days)",
+    "readings.head(15)",
+    "weekly = readings.resample('W').mean()\nweekly",
+    "rolling = readings.rolling(7).mean()\nprint(rolling.dropna().values[:6])",
+    "fig, ax = plt.subplots(figsize=(5, 3))\nreadings.plot(ax=ax)\nrolling.plot(ax=ax)\n"
+    "plt.show()",
+    "print(np.array([readings.min(), readings.max(), readings.mean()]))",
+])
+
+notebook("realistic_text_processing", ("realistic", "aliasing-objects", "magics"))([
+    "md:# Word counts",
+    "from collections import Counter, defaultdict\nimport re",
+    "corpus = ['the quick brown fox', 'the lazy dog', 'quick quick fox jumps', "
+    "'a dog and a fox']",
+    "tokens = [re.findall(r'[a-z]+', line) for line in corpus]\ntokens",
+    "counts = Counter()\nfor line in tokens:\n    counts.update(line)\ncounts.most_common(4)",
+    "index = defaultdict(list)\nfor number, line in enumerate(tokens):\n"
+    "    for word in set(line):\n        index[word].append(number)",
+    "print(sorted(index['fox']), sorted(index['dog']))",
+    "vocab = sorted(counts)\nprint(len(vocab), vocab[:5])",
+    "%time longest = max(vocab, key=len)",
+    "print(longest)",
+])
+
+notebook("realistic_simulation", ("realistic", "python-numpy-random", "known-gaps"),
+         ("pandas",))([
+    "md:# Monte Carlo queue simulation",
+    "import numpy as np\nimport pandas as pd\nrng = np.random.default_rng(2024)",
+    "def simulate(arrival_rate, service_rate, steps=200, rng=rng):\n"
+    "    queue, served = 0, 0\n    for _ in range(steps):\n"
+    "        queue += rng.poisson(arrival_rate)\n"
+    "        done = min(queue, rng.poisson(service_rate))\n"
+    "        queue -= done\n        served += done\n    return served, queue",
+    "results = [simulate(a, 3.0) for a in (1.0, 2.0, 3.0, 4.0)]\nresults",
+    "frame = pd.DataFrame(results, columns=['served', 'left'], index=[1.0, 2.0, 3.0, 4.0])\n"
+    "frame",
+    "print(frame['served'].sum(), frame['left'].max())",
+    "print(rng.integers(0, 10, 3))",
+])
+
+notebook("realistic_tf_classifier", ("realistic", "tf-seed", "keras-across-cells",
+                                     "matplotlib-settings"), ("tensorflow", "matplotlib"))([
+    "md:# A small classifier",
+    TF_IMPORTS + "\nimport matplotlib.pyplot as plt\nplt.rcParams['figure.figsize'] = (4, 3)",
+    "keras.utils.set_random_seed(42)",
+    "images = np.random.rand(300, 8, 8).astype('float32')\n"
+    "labels = (images.mean(axis=(1, 2)) > 0.5).astype('int32')\nprint(images.shape, "
+    "labels.mean())",
+    "train_ds = tf.data.Dataset.from_tensor_slices((images[:240], labels[:240]))"
+    ".shuffle(240).batch(32)\nval = (images[240:], labels[240:])",
+    "model = keras.Sequential([keras.Input((8, 8)), keras.layers.Flatten(), "
+    "keras.layers.Dense(16, activation='relu'), keras.layers.Dropout(0.1), "
+    "keras.layers.Dense(2, activation='softmax')])\nmodel.compile('adam', "
+    "'sparse_categorical_crossentropy', metrics=['accuracy'])",
+    "history = model.fit(train_ds, validation_data=val, epochs=3, verbose=0)\n"
+    "print({k: [round(v, 3) for v in vs] for k, vs in history.history.items()})",
+    "plt.plot(history.history['loss'], label='loss')\nplt.legend()\nplt.show()",
+    "pred = model.predict(val[0], verbose=0).argmax(axis=1)\n"
+    "print('accuracy', round(float((pred == val[1]).mean()), 3))",
+])
+
+notebook("realistic_reporting", ("realistic", "display", "environ", "pandas-options"),
+         ("pandas",))([
+    "md:# Weekly report",
+    "import os\nimport pandas as pd\nfrom IPython.display import display, Markdown\n"
+    "os.environ['REPORT_TEAM'] = 'analytics'\npd.options.display.float_format = "
+    "'{:.2f}'.format",
+    DATA,
+    "team = os.environ['REPORT_TEAM']\ndisplay(Markdown(f'## Report for *{team}*'))",
+    "summary = sales.groupby(['region', 'product'])['revenue'].sum().unstack()\nsummary",
+    "best = summary.stack().idxmax()\nprint('best seller:', best)",
+    "summary.to_csv('summary.csv')\nprint(open('summary.csv').read().splitlines()[0])",
+    "check = pd.read_csv('summary.csv', index_col=0)\ncheck.round(1)",
+])
+
+notebook("realistic_scatter_work", ("realistic", "python-numpy-random"), ("pandas",))([
+    "md:# Parameter study",
+    "import math\nimport pandas as pd",
+    "def objective(a, b):\n    total = 0.0\n    for k in range(2000):\n"
+    "        total += math.sin(a * k) * math.cos(b * k)\n    return round(total, 6)",
+    "grid = [(a / 10, b / 10) for a in range(1, 5) for b in range(1, 4)]",
+    "values = [objective(a, b) for a, b in grid]\nprint(values[:4])",
+    "table = pd.DataFrame(grid, columns=['a', 'b'])\ntable['value'] = values\n"
+    "table.sort_values('value').head()",
+    "print(round(sum(values), 6))",
+])
+
+
+#: Python scripts (no cell markers: one cell per group of statements between blank lines).
+SCRIPTS = {
+    "script_blank_lines.py": (("script-blank-lines", "numpy-printoptions", "pandas-options"),
+                              ("pandas",), """\
+import numpy as np
+import pandas as pd
+
+np.set_printoptions(precision=2)
+pd.set_option("display.max_rows", 6)
+
+data = np.linspace(0, 1, 7)
+frame = pd.DataFrame({"x": np.arange(20), "y": np.arange(20) * 0.5})
+
+print(data)
+
+print(frame)
+
+summary = frame.describe()
+print(summary.loc["mean"])
+"""),
+}
+
+
+def build(name: str, cells: list[str]) -> nbformat.NotebookNode:
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["language_info"] = {"name": "python"}
+    if name == "jupyter_workflow_deployments":
+        nb.metadata["workflow"] = JW_DEPLOYMENTS
+    elif name == "jupyter_workflow_models":
+        nb.metadata["workflow"] = JW_MODELS
+    for number, text in enumerate(cells):
+        cell_id = f"{name[:40]}-{number:02d}".replace("_", "-")
+        if text.startswith("md:"):
+            nb.cells.append(new_markdown_cell(text[3:], id=cell_id))
+            continue
+        metadata = {}
+        directive = re.match(r"\[workflow:(\w+)=([\w-]+)\]\n", text)
+        if directive:
+            key, value = directive.groups()
+            text = text[directive.end():]
+            if key == "scatter":
+                metadata["workflow"] = {"step": {"scatter": {"items": [value]}}}
+            else:
+                metadata["workflow"] = {"target": {key: value}}
+        cell = new_code_cell(textwrap.dedent(text), id=cell_id)
+        cell.metadata.update(metadata)
+        nb.cells.append(cell)
+    return nb
+
+
+def write_all() -> None:
+    for name, (_, cells, _) in NOTEBOOKS.items():
+        nbformat.write(build(name, cells), str(HERE / f"{name}.ipynb"))
+    lines = ['"""The fidelity corpus (generated by make_fidelity_notebooks.py; do not edit)."""',
+             "", "from __future__ import annotations", "", "from dataclasses import dataclass",
+             "", "", "@dataclass(frozen=True)", "class Case:",
+             '    """One notebook of the corpus."""', "",
+             "    file: str", "    kinds: tuple[str, ...]", "    needs: tuple[str, ...]", "", "",
+             "CASES = ["]
+    for name, (kinds, _, needs) in NOTEBOOKS.items():
+        lines.append(f"    Case({name + '.ipynb'!r},\n         {kinds!r},\n         {needs!r}),")
+    for name, (kinds, needs, text) in SCRIPTS.items():
+        (HERE / name).write_text(text)
+        lines.append(f"    Case({name!r},\n         {kinds!r},\n         {needs!r}),")
+    lines.append("]")
+    (HERE / "cases.py").write_text("\n".join(lines) + "\n")
+    print(json.dumps({"notebooks": len(NOTEBOOKS), "scripts": len(SCRIPTS)}))
+
+
+if __name__ == "__main__":
+    write_all()

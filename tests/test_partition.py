@@ -1,0 +1,147 @@
+"""Partitioning: a step boundary only where it pays or is needed; the cost model's inputs
+(static estimates, timings recorded in the notebook, a profile); profile and calibrate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+from test_analysis import make_notebook
+
+from nb2cwl.api import compile_notebook
+from nb2cwl.cli import main
+from nb2cwl.options import CompileOptions
+
+HEAVY = "import time\ntime.sleep(2)\n{name} = {value}"
+
+
+def _cells(workflow) -> list[list[int]]:
+    return [[c.index for c in s.cells] for s in workflow.steps]
+
+
+def test_cheap_cells_share_one_step(tmp_path):
+    path = make_notebook(tmp_path, [f"v{i} = {i}" for i in range(30)] + ["print(v29)"])
+    assert len(compile_notebook(path).steps) == 1
+    assert len(compile_notebook(path, CompileOptions(granularity="cell")).steps) == 31
+
+
+def test_heavy_independent_cells_keep_their_own_steps(tmp_path):
+    path = make_notebook(tmp_path, ["x = 1", HEAVY.format(name="a", value="x + 1"),
+                                    HEAVY.format(name="b", value="x + 2"), "print(a + b)"])
+    workflow = compile_notebook(path)
+    assert _cells(workflow) == [[0], [1], [2], [3]]
+    heavy = [s for s in workflow.steps if s.first_cell in (1, 2)]
+    assert all(any("runs beside" in r for r in s.reasons) for s in heavy)
+
+
+def test_heavy_cells_in_a_chain_gain_nothing_apart(tmp_path):
+    path = make_notebook(tmp_path, [HEAVY.format(name="a", value="1"),
+                                    HEAVY.format(name="b", value="a + 1"), "print(b)"])
+    assert _cells(compile_notebook(path)) == [[0, 1, 2]]
+
+
+def test_a_deployment_of_one_core_runs_nothing_side_by_side(tmp_path):
+    path = make_notebook(tmp_path, [HEAVY.format(name="a", value="1"),
+                                    HEAVY.format(name="b", value="2"), "print(a + b)"])
+    definitions = tmp_path / "one.yml"
+    definitions.write_text("deployments:\n  one:\n    type: local\n    config: {}\n"
+                           "    nb2cwl:\n      costs: {step_seconds: 0.3, cores: 1}\n")
+    options = CompileOptions(deployment="one", deployment_file=str(definitions))
+    assert _cells(compile_notebook(path, options)) == [[0, 1, 2]]
+
+
+def test_steps_on_other_deployments_are_not_fused(tmp_path):
+    path = make_notebook(tmp_path, ["a = 1", "b = a + 1", "c = b + 1", "print(c)"])
+    options = CompileOptions(targets=(("cell_1", "docker"),))
+    assert _cells(compile_notebook(path, options)) == [[0], [1], [2, 3]]
+
+
+def test_a_tagged_step_stays_as_asked(tmp_path):
+    tagged = nbformat.v4.new_code_cell("b = a + 1")
+    tagged.metadata["tags"] = ["nb2cwl:step=middle"]
+    path = make_notebook(tmp_path, ["a = 1", tagged, "print(b)"])
+    workflow = compile_notebook(path)
+    assert [s.name for s in workflow.steps] == ["cell_0", "step_middle", "cell_2"]
+
+
+def test_a_scattered_loop_keeps_its_parts_and_fuses_around_them(tmp_path):
+    path = make_notebook(tmp_path, [
+        "def work(x):\n    import time\n    time.sleep(0.5)\n    return x",
+        "xs = list(range(8))", "n = len(xs)", "ys = [work(x) for x in xs]", "total = sum(ys)",
+        "print(total, n)"])
+    workflow = compile_notebook(path)
+    roles = [(s.role, [c.index for c in s.cells]) for s in workflow.steps]
+    assert roles == [("cell", [1, 2]), ("split", [3]), ("map", [3]), ("gather", [3]),
+                     ("cell", [4, 5])]
+
+
+def test_a_fused_step_runs_a_redefinition_in_its_place(tmp_path):
+    path = make_notebook(tmp_path, ["def helper(x):\n    return x + 1",
+                                    "def work(v):\n    return helper(v)", "print(work(1))",
+                                    "def helper(x):\n    return x * 10", "print(work(2))"])
+    (step,) = compile_notebook(path).steps
+    assert [c.index for c in step.cells] == [2, 3, 4]
+    assert step.replay == ("0:0", "1:0")
+
+
+def test_timings_recorded_in_the_notebook_replace_the_estimates(tmp_path):
+    slow = [nbformat.v4.new_code_cell(f"{name} = 1") for name in ("a", "b")]
+    for cell in slow:
+        cell.metadata["execution"] = {"iopub.execute_input": "2024-01-01T00:00:00.000Z",
+                                      "shell.execute_reply": "2024-01-01T00:00:05.000Z"}
+    path = make_notebook(tmp_path, [*slow, "print(a + b)"])
+    workflow = compile_notebook(path)
+    assert _cells(workflow) == [[0], [1], [2]]
+    assert {c.seconds_from for s in workflow.steps for c in s.cells} == {"notebook",
+                                                                          "estimate"}
+
+
+def test_a_profile_replaces_the_estimates(tmp_path):
+    path = make_notebook(tmp_path, ["a = 1", "b = 2", "print(a + b)"])
+    ids = [c["id"] for c in json.loads(Path(path).read_text())["cells"]]
+    profile = tmp_path / "nb.profile.json"
+    profile.write_text(json.dumps({"nb2cwl-profile": 1, "cells": {
+        ids[0]: {"seconds": 4.0}, ids[1]: {"seconds": 4.0}, ids[2]: {"seconds": 0.01}}}))
+    assert _cells(compile_notebook(path)) == [[0, 1, 2]]
+    profiled = compile_notebook(path, CompileOptions(profile=str(profile)))
+    assert _cells(profiled) == [[0], [1], [2]]
+
+
+def test_a_broken_profile_is_one_clear_line(tmp_path, capsys):
+    path = make_notebook(tmp_path, ["a = 1"])
+    (tmp_path / "bad.json").write_text("{")
+    assert main(["explain", path, "--profile", str(tmp_path / "bad.json")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("nb2cwl: error:") and "--profile" in err and len(
+        err.strip().splitlines()) == 1
+
+
+@pytest.mark.streamflow
+def test_profile_records_seconds_memory_and_value_sizes(tmp_path, capsys):
+    path = make_notebook(tmp_path, ["import time\ntime.sleep(0.3)\ndata = list(range(1000))",
+                                    "print(len(data))"])
+    output = tmp_path / "nb.profile.json"
+    assert main(["profile", path, "-o", str(output)]) == 0
+    profile = json.loads(output.read_text())
+    cells = sorted(profile["cells"].values(), key=lambda c: c["index"])
+    assert cells[0]["seconds"] >= 0.3 and cells[0]["value_bytes"]["data"] > 1000
+    assert cells[0]["peak_memory_mb"] > 10
+    assert "--profile" in capsys.readouterr().out
+    mine = tmp_path / "mine.json"
+    mine.write_text('{"not": "a profile"}')
+    assert main(["profile", path, "-o", str(mine)]) == 1  # never replaces the user's file
+    assert json.loads(mine.read_text()) == {"not": "a profile"}
+
+
+@pytest.mark.streamflow
+def test_calibrate_measures_and_keeps_the_costs(tmp_path, monkeypatch, capsys):
+    calibration = tmp_path / "calibration.json"
+    monkeypatch.setenv("NB2CWL_CALIBRATION", str(calibration))
+    assert main(["calibrate", "--repeats", "1"]) == 0
+    kept = json.loads(calibration.read_text())["local"]
+    assert 0.001 <= kept["step_seconds"] < 10 and kept["bytes_per_second"] > 1e5
+    path = make_notebook(tmp_path, [HEAVY.format(name="a", value="1"), "print(a)"])
+    assert main(["explain", path]) == 0
+    assert "measured by nb2cwl calibrate" in capsys.readouterr().out
