@@ -78,7 +78,12 @@ def _parser() -> argparse.ArgumentParser:
                                    "directory (the default command)")
     _common(compile_)
     _output_options(compile_, required=True)
-    run = commands.add_parser("run", help="compile, then run the workflow with StreamFlow")
+    run = commands.add_parser(
+        "run", help="compile, then run the workflow with StreamFlow",
+        description="Compile the notebook, then run the workflow with StreamFlow, with progress "
+        "and a summary. Ctrl-C, SIGTERM or SIGHUP (to this process alone too, as timeout and "
+        "kill send them) stop StreamFlow and every step process, Slurm job and container it "
+        "started, then exit with status 128 + the signal's number (130, 143, 129).")
     _common(run)
     _output_options(run, required=False)
     run.add_argument("--quiet", action="store_true", help="print only the summary")
