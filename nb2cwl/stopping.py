@@ -160,12 +160,16 @@ def stop_run(run: RunHandle, exited: Callable[[float], bool],
     When `urgent()` turns true (another signal came), the waits are cut short.
     """
     before = _run_processes(run)  # listed now: once the engine is gone they are reparented
-    _signal_group(run.pid, signal.SIGINT)
-    if not _wait(exited, GRACE, urgent):
-        _signal_group(run.pid, signal.SIGTERM)
-        if not _wait(exited, TERM_WAIT, urgent):
-            _signal_group(run.pid, signal.SIGKILL)
-            exited(5)
+    # its process group, only while the engine runs: the pid of one that is gone may be reused
+    if run.start is not None and _alive({run.pid: run.start}):
+        _signal_group(run.pid, signal.SIGINT)
+        if not _wait(exited, GRACE, urgent):
+            _signal_group(run.pid, signal.SIGTERM)
+            if not _wait(exited, TERM_WAIT, urgent):
+                _signal_group(run.pid, signal.SIGKILL)
+                exited(5)
+    else:
+        exited(0)  # reap it, if it is ours to reap
     # StreamFlow is gone: nothing new starts now. Stop what it left behind, jobs first (so that
     # Slurm records them as cancelled), then local processes, then once more what a submission
     # under way may have left.
