@@ -9,6 +9,7 @@ session, and the test lists every process under nb2cwl before signalling it.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -34,6 +35,7 @@ STOPPED_WITHIN = 20  # seconds from the signal to nb2cwl's exit, everything stop
 SLOW_CELL = """\
 import os, subprocess, sys, time
 gate, pids = {gate!r}, {pids!r}
+print('after', stamp)
 if os.path.exists(gate):
     helper = subprocess.Popen([sys.executable, '-c', 'import time\\nwhile True: time.sleep(0.2)'],
                               start_new_session=True)
@@ -41,6 +43,7 @@ if os.path.exists(gate):
                     'os.setsid()\\nopen(sys.argv[1] + ".daemon", "w").write(str(os.getpid()))\\n'
                     'while True: time.sleep(0.2)', pids])
     open(pids + '.helper', 'w').write(str(helper.pid))
+    open(pids + '.job', 'w').write(str(os.environ.get('SLURM_JOB_ID')))
     open(pids + '.step', 'w').write(str(os.getpid()))
 while os.path.exists(gate):
     time.sleep(0.2)
@@ -48,12 +51,15 @@ print('done')
 """
 
 
+STAMP_CELL = "import time\nstamp = time.time()\nprint('stamp', stamp)"
+
+
 def _start(notebook: Path, out: Path, *options: str,
            env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     env = dict(env or os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     return subprocess.Popen([sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o",
-                             str(out), "--no-cache", *options], env=env, text=True,
+                             str(out), *options], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
 
@@ -151,7 +157,7 @@ def _slow_run(tmp_path: Path, *options: str,
     """nb2cwl run of the slow step; returns once the step and its helpers run."""
     gate, pids = tmp_path / "gate", tmp_path / "pid"
     gate.touch()
-    notebook = write_notebook(tmp_path / "slow.ipynb", "x = 1",
+    notebook = write_notebook(tmp_path / "slow.ipynb", STAMP_CELL,
                               SLOW_CELL.format(gate=str(gate), pids=str(pids)))
     process = _start(notebook, tmp_path / "wf", *options, env=env)
     _wait_for(lambda: all(_read_pid(Path(f"{pids}.{n}")) for n in ("step", "helper", "daemon")),
@@ -187,8 +193,11 @@ def test_signal_to_nb2cwl_alone_stops_every_process(sig: int, tmp_path: Path) ->
     assert (out / ".nb2cwl-manifest.json").exists() and (out / "workflow.cwl").exists()
     # the same output directory works at once, and the step that finished is reused
     gate.unlink()
+    again = time.time()
     assert main(["run", str(notebook), "-o", str(out), "--quiet"]) == 0
-    assert (out / "runs" / "1" / "slow.executed.ipynb").exists()
+    executed = json.loads((out / "runs" / "1" / "slow.executed.ipynb").read_text())
+    printed = "".join(executed["cells"][0]["outputs"][0]["text"])
+    assert float(printed.split()[1]) < again  # the first step's output, from the stopped run
 
 
 def test_second_signal_while_stopping_still_stops_everything(tmp_path: Path) -> None:
@@ -258,8 +267,6 @@ def test_signal_while_writing_waits_until_the_workflow_is_complete(
     out = tmp_path / "wf"
     assert main(["run", str(notebook), "-o", str(out)]) == 128 + signal.SIGTERM
     assert "while compiling" in capsys.readouterr().err
-    import json
-
     listed = json.loads((out / ".nb2cwl-manifest.json").read_text())["files"]
     assert "streamflow.yml" in listed and all((out / rel).is_file() for rel in listed)
 
@@ -311,11 +318,11 @@ def _job_state(cluster: SlurmCluster, job: str) -> str:
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
 def test_signal_cancels_the_slurm_job(sig: int, slurm_cluster: SlurmCluster,
                                       tmp_path: Path) -> None:
-    queued = set(slurm_cluster.queued_jobs())
     process, notebook, gate = _slow_run(
         tmp_path, "--deployment", "slurm", "--deployment-file", str(_slurm_profile(tmp_path)),
-        env=slurm_cluster.env)
-    (job,) = set(slurm_cluster.queued_jobs()) - queued  # the step's job: the step runs in it
+        "--no-cache", env=slurm_cluster.env)
+    job = (tmp_path / "pid.job").read_text()  # the step's own SLURM_JOB_ID
+    assert job in slurm_cluster.queued_jobs()
     comment = subprocess.run(["squeue", "-h", "-j", job, "-o", "%k"], capture_output=True,
                              text=True, env=slurm_cluster.env, check=False).stdout.strip()
     processes = _run_processes(process, tmp_path)
@@ -371,7 +378,7 @@ def test_signal_removes_the_container(sig: int, docker_engine: DockerEngine,
                               "import time\nopen('/tmp/step-running', 'w').close()\n"
                               "while True:\n    time.sleep(0.2)")
     process = _start(notebook, tmp_path / "wf", "--deployment", "docker", "--image",
-                     docker_engine.image)
+                     docker_engine.image, "--no-cache")
 
     def step_running() -> bool:
         return any(_docker(docker_engine, "exec", c, "test", "-e", "/tmp/step-running")
