@@ -9,6 +9,7 @@ session, and the test lists every process under nb2cwl before signalling it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,14 +56,35 @@ print('done')
 STAMP_CELL = "import time\nstamp = time.time()\nprint('stamp', stamp)"
 
 
+_started: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_behind(tmp_path: Path) -> Iterator[None]:
+    """A test that fails half way must not leave its run behind for the next tests."""
+    yield
+    while _started:
+        process = _started.pop()
+        if process.poll() is None:
+            process.kill()  # nb2cwl's StreamFlow process then stops the run itself
+            process.communicate(timeout=30)
+    for name in ("step", "helper", "daemon"):
+        pid = _read_pid(tmp_path / f"pid.{name}")
+        with contextlib.suppress(OSError):
+            if pid and stopping.RUN_ENV.encode() in Path(f"/proc/{pid}/environ").read_bytes():
+                os.kill(pid, signal.SIGKILL)
+
+
 def _start(notebook: Path, out: Path, *options: str,
            env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     env = dict(env or os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    return subprocess.Popen([sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o",
-                             str(out), *options], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    process = subprocess.Popen([sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o",
+                                str(out), *options], env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    _started.append(process)
+    return process
 
 
 def _wait_for(check, process: subprocess.Popen[str], what: str, seconds: float = 60) -> None:
