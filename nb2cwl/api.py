@@ -23,6 +23,7 @@ from nb2cwl.passes.cost_model import read_profile, with_profile
 from nb2cwl.passes.partition import partition
 from nb2cwl.passes.scatter import scatter_loops
 from nb2cwl.passes.training import prepare_training
+from nb2cwl.stopping import shield
 
 if TYPE_CHECKING:
     from nb2cwl.backends.bundle import BundleOptions, BundleSummary
@@ -78,9 +79,10 @@ def compile_to_directory(path: str, out_dir: str,
     workflow = compile_notebook(path, options)
     deployments = plan_deployments(workflow, options)  # before writing: bad bindings stop here
     workflow = replace(workflow, diagnostics=(*workflow.diagnostics, *deployments.diagnostics))
-    written = write_workflow(workflow, out_dir, python=options.python, force=options.force,
-                             retries=options.retries, retry_delay=options.retry_delay,
-                             deployments=deployments)
+    with shield():  # a signal waits until the directory is complete: never left half written
+        written = write_workflow(workflow, out_dir, python=options.python, force=options.force,
+                                 retries=options.retries, retry_delay=options.retry_delay,
+                                 deployments=deployments)
     return workflow, written
 
 

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
+import signal
 import sys
 import traceback
+from typing import TYPE_CHECKING
 
 from nb2cwl import __version__
 from nb2cwl.errors import Nb2CwlError
 from nb2cwl.options import CompileOptions
+from nb2cwl.stopping import Stopped
+
+if TYPE_CHECKING:
+    from nb2cwl.ir.model import Workflow
 
 # The compiler is imported inside the commands: `nb2cwl run` starts StreamFlow first, so that
 # StreamFlow's start-up overlaps with importing the compiler and compiling.
@@ -80,7 +87,12 @@ def _parser() -> argparse.ArgumentParser:
                                    "directory (the default command)")
     _common(compile_)
     _output_options(compile_, required=True)
-    run = commands.add_parser("run", help="compile, then run the workflow with StreamFlow")
+    run = commands.add_parser(
+        "run", help="compile, then run the workflow with StreamFlow",
+        description="Compile the notebook, then run the workflow with StreamFlow, with progress "
+        "and a summary. Ctrl-C, SIGTERM or SIGHUP (to this process alone too, as timeout and "
+        "kill send them) stop StreamFlow and every step process, Slurm job and container it "
+        "started, then exit with status 128 + the signal's number (130, 143, 129).")
     _common(run)
     _output_options(run, required=False)
     run.add_argument("--quiet", action="store_true", help="print only the summary")
@@ -213,14 +225,23 @@ def main(argv: list[str] | None = None) -> int:
     except Nb2CwlError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"nb2cwl: error: {exc}", file=sys.stderr)
-        return 1
+        _error(f"nb2cwl: error: {exc}")
+        return exc.exit_status
+    except Stopped as stop:  # after the run, while printing its summary
+        _error(f"nb2cwl: error: interrupted by {stop.name}")
+        return stop.status
     except Exception as exc:
         if args.debug:
             raise
         print(f"nb2cwl: internal error: {type(exc).__name__}: {exc} (run again with --debug "
               "for the traceback, and please report it)", file=sys.stderr)
         return 3
+
+
+def _error(line: str) -> None:
+    # after SIGHUP the terminal may be gone: losing the message must not cost the exit status
+    with contextlib.suppress(OSError):
+        print(line, file=sys.stderr)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -277,33 +298,45 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}")
         return 0
     out_dir = args.output or _default_output(args.notebook)
-    engine = None
     if args.command == "run":
-        from nb2cwl.launch import CACHE_DIR, Engine
+        from nb2cwl.stopping import stop_on_signals
 
-        # StreamFlow starts up while the notebook compiles
-        engine = Engine(None if args.no_cache else os.path.join(out_dir, CACHE_DIR))
+        with stop_on_signals():  # SIGINT, SIGTERM, SIGHUP: stop everything, then exit
+            return _run(args, options, out_dir)
+    from nb2cwl.api import compile_to_directory
+
+    workflow, _ = compile_to_directory(args.notebook, out_dir, options)
+    _warn(workflow)
+    print(f"wrote {out_dir}: {len(workflow.steps)} steps; run it with: "
+          f"streamflow run {os.path.join(out_dir, 'streamflow.yml')}")
+    return 0
+
+
+def _run(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int:
+    from nb2cwl.errors import RunInterrupted
+    from nb2cwl.launch import CACHE_DIR, Engine, run_workflow
+    from nb2cwl.stopping import shield
+
+    engine = None
     try:
+        with shield():  # StreamFlow starts up while the notebook compiles
+            engine = Engine(None if args.no_cache else os.path.join(out_dir, CACHE_DIR))
         from nb2cwl.api import compile_to_directory
 
         workflow, _ = compile_to_directory(args.notebook, out_dir, options)
-    except BaseException:
+        _warn(workflow)
+        if not args.quiet:
+            print(f"compiled {workflow.notebook_name}: {len(workflow.steps)} steps in {out_dir}")
+    except BaseException as exc:
         if engine is not None:
-            engine.cancel()
+            engine.stop()
+        if isinstance(exc, KeyboardInterrupt):
+            signum = exc.signum if isinstance(exc, Stopped) else signal.SIGINT
+            raise RunInterrupted(f"interrupted by {signal.Signals(signum).name} while "
+                                 "compiling; nothing ran", signum) from None
         raise
-    for diagnostic in workflow.diagnostics:
-        if diagnostic.severity == "warning":
-            print(f"nb2cwl: {diagnostic}", file=sys.stderr)
-    if args.command == "compile":
-        print(f"wrote {out_dir}: {len(workflow.steps)} steps; run it with: "
-              f"streamflow run {os.path.join(out_dir, 'streamflow.yml')}")
-        return 0
-    from nb2cwl.launch import run_workflow
-
-    if not args.quiet:
-        print(f"compiled {workflow.notebook_name}: {len(workflow.steps)} steps in {out_dir}")
     summary = run_workflow(workflow, out_dir, quiet=args.quiet, debug=args.debug,
-                           engine=engine)
+                           engine=engine, cache=not args.no_cache)
     print(f"finished in {summary.seconds:.1f} s: {len(workflow.steps)} steps")
     print(f"executed notebook: {summary.executed_notebook}")
     if summary.written_files:
@@ -312,6 +345,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(f"files written by the cells: {shown}{more} "
               f"(in {os.path.join(summary.results_dir, 'written-files')})")
     return 0
+
+
+def _warn(workflow: Workflow) -> None:
+    for diagnostic in workflow.diagnostics:
+        if diagnostic.severity == "warning":
+            print(f"nb2cwl: {diagnostic}", file=sys.stderr)
 
 
 def _bundle_parsers(commands: argparse._SubParsersAction) -> None:

@@ -53,6 +53,7 @@ class Nb2CwlError(Exception):
     """Root of every error nb2cwl reports to users (one line, no traceback)."""
 
     code = "error"
+    exit_status = 1  # what `nb2cwl` exits with
 
     def __init__(self, message: str, location: Location | None = None) -> None:
         super().__init__(message)
@@ -111,6 +112,17 @@ class RunError(Nb2CwlError):
     """The workflow engine failed or a step raised."""
 
     code = "run"
+
+
+class RunInterrupted(RunError):
+    """A signal stopped `nb2cwl run`: it exits with 128 + the signal's number, as shells do."""
+
+    code = "interrupted"
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.signum = signum
+        self.exit_status = 128 + signum
 
 
 class BundleError(Nb2CwlError):

@@ -4,18 +4,32 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
-import shutil
+import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nb2cwl.backends.naming import executed_name
-from nb2cwl.errors import RunError
+from nb2cwl.engine import PARENT_ENV
+from nb2cwl.errors import RunError, RunInterrupted
 from nb2cwl.ir.model import Workflow
+from nb2cwl.stopping import (
+    RUN_ENV,
+    RunHandle,
+    Stopped,
+    deployment_kinds,
+    shield,
+    signals_received,
+    start_time,
+    stop_run,
+)
 
 CACHE_DIR = ".nb2cwl-cache"
 _SCHEDULED = re.compile(r"Scheduled job \S+ with job id (\S+)")
@@ -42,68 +56,102 @@ def next_results_dir(out_dir: str) -> str:
     return str(runs / str(max(taken, default=0) + 1))
 
 
-# Imports StreamFlow (most of its start-up time), then waits for its command line on stdin.
+# nb2cwl.engine.serve: imports StreamFlow, then waits for its command line on stdin.
 # Not `python -m streamflow`: that entry point drops the exit status (0.2.0rc3).
-_BOOTSTRAP = (
-    "import json, sys\n"
-    "from streamflow.main import run\n"
-    "line = sys.stdin.readline()\n"
-    "if not line.strip():\n"
-    "    sys.exit(0)\n"
-    "sys.argv = ['streamflow', *json.loads(line)]\n"
-    "status = run()\n"
-    "import gc\n"
-    "gc.freeze()\n"  # no final collection of StreamFlow's objects: exits about 0.3 s sooner
-    "sys.exit(status)\n"
-)
+_BOOTSTRAP = "from nb2cwl.engine import serve\nserve()\n"
 
 
 class Engine:
-    """A StreamFlow process started early, so its start-up overlaps with compiling."""
+    """A StreamFlow process started early, so its start-up overlaps with compiling.
+
+    It runs in its own session, and everything it starts carries a token that finds it again:
+    `stop` stops all of it (see nb2cwl.stopping). Should nb2cwl die without calling `stop`,
+    the engine stops the run itself (nb2cwl.engine).
+    """
 
     def __init__(self, cache_dir: str | None = None) -> None:
-        env = dict(os.environ)
+        token = secrets.token_hex(8)
+        env = dict(os.environ, **{RUN_ENV: token, PARENT_ENV: str(os.getpid())})
         if cache_dir:  # steps reuse outputs of earlier runs whose code and inputs match
             env["NB2CWL_CACHE_DIR"] = os.path.abspath(cache_dir)
         # steps run `python3` from PATH: make it this environment's interpreter
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
         self.process = subprocess.Popen(
             [sys.executable, "-c", _BOOTSTRAP], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+            stderr=subprocess.STDOUT, text=True, errors="replace", env=env,
+            start_new_session=True)
+        self.run = RunHandle(self.process.pid, start_time(self.process.pid), token)
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._stopped = False
+        threading.Thread(target=self._read, daemon=True).start()
 
-    def start(self, arguments: list[str]) -> subprocess.Popen[str]:
-        """Hand StreamFlow its command line; it starts running the workflow."""
+    def _read(self) -> None:
+        """StreamFlow's log, line by line, to the queue; the Slurm jobs it submits, to the run."""
+        assert self.process.stdout is not None
+        try:
+            for line in self.process.stdout:
+                scheduled = _SCHEDULED.search(line)
+                if scheduled:
+                    self.run.jobs.append(scheduled.group(1))
+                self._lines.put(line)
+        finally:
+            self._lines.put(None)
+
+    def start(self, arguments: list[str], kinds: frozenset[str] = frozenset()) -> None:
+        """Hand StreamFlow its command line; it starts running the workflow on `kinds`."""
         assert self.process.stdin is not None
+        self.run.kinds = kinds
         self.process.stdin.write(json.dumps(arguments) + "\n")
         self.process.stdin.close()
-        return self.process
+
+    def log(self) -> Iterator[str]:
+        """StreamFlow's output lines until it exits."""
+        while (line := self._lines.get()) is not None:
+            yield line
+
+    def stop(self) -> None:
+        """Stop StreamFlow and everything it started, in a bounded time; do it once.
+
+        Signals that arrive meanwhile cut the waits short instead of interrupting the stop.
+        """
+        if self._stopped:
+            return
+        with shield():
+            first = signals_received()
+            stop_run(self.run, self._exited, lambda: signals_received() > first)
+            self._stopped = True
 
     def cancel(self) -> None:
-        """Compilation failed: let the waiting process go."""
-        if self.process.poll() is None:
-            _stop(self.process)
+        """Compilation failed: stop the waiting process."""
+        self.stop()
+
+    def _exited(self, seconds: float) -> bool:
+        try:
+            self.process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
 
 def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                  debug: bool = False, engine: Engine | None = None,
                  cache: bool = True) -> RunSummary:
-    """Run `out_dir/streamflow.yml`; raise RunError with the failing cell when a step fails."""
-    results = next_results_dir(out_dir)
+    """Run `out_dir/streamflow.yml`; raise RunError with the failing cell when a step fails.
+
+    A signal (Stopped) or KeyboardInterrupt stops StreamFlow and everything it started, then
+    raises RunInterrupted; so does any other exception, which is then raised again.
+    """
     total = len(workflow.steps) + 1
     done: list[str] = []
     log: list[str] = []
-    batch_jobs: list[str] = []  # queue jobs StreamFlow submitted for this run
     start = time.monotonic()
-    engine = engine or Engine(os.path.join(out_dir, CACHE_DIR) if cache else None)
-    process = engine.start(
-        ["run", "--outdir", results, os.path.join(out_dir, "streamflow.yml")])
     try:
-        assert process.stdout is not None
-        for line in process.stdout:
+        engine = engine or Engine(os.path.join(out_dir, CACHE_DIR) if cache else None)
+        results = next_results_dir(out_dir)
+        config = os.path.join(out_dir, "streamflow.yml")
+        engine.start(["run", "--outdir", results, config], deployment_kinds(config))
+        for line in engine.log():
             log.append(line)
-            scheduled = _SCHEDULED.search(line)
-            if scheduled:
-                batch_jobs.append(scheduled.group(1))
             if debug:
                 sys.stderr.write(line)
             match = _COMPLETED.search(line)
@@ -112,12 +160,17 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                 if not quiet:
                     cells = _cells_of(workflow, match.group(1))
                     print(f"[{len(done)}/{total}] {match.group(1)} done{cells}", flush=True)
-        status = process.wait()
-    except KeyboardInterrupt:
-        _stop(process)
-        _cancel(batch_jobs)
-        raise RunError("interrupted: the workflow was stopped; finished steps' results are "
-                       f"in {results}") from None
+        status = engine.process.wait()
+    except BaseException as stop:
+        if engine is not None:
+            engine.stop()  # whatever went wrong here, StreamFlow must not run on without us
+        if not isinstance(stop, KeyboardInterrupt):
+            raise
+        runs = os.path.join(out_dir, "runs")
+        kept = (f"the next run reuses the steps that finished (earlier runs in {runs} are "
+                "unchanged)" if cache else f"earlier runs in {runs} are unchanged")
+        raise RunInterrupted(f"interrupted by {_signal_name(stop)}: stopped the workflow and every "
+                             f"step, job and container it started; {kept}", _signum(stop)) from None
     seconds = time.monotonic() - start
     if status != 0:
         raise RunError(_failure(log, status))
@@ -132,6 +185,14 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
         for d, _, fs in os.walk(written_root) for f in fs
     )
     return RunSummary(results, notebook, seconds, done, written)
+
+
+def _signum(stop: KeyboardInterrupt) -> int:
+    return stop.signum if isinstance(stop, Stopped) else int(signal.SIGINT)
+
+
+def _signal_name(stop: KeyboardInterrupt) -> str:
+    return signal.Signals(_signum(stop)).name
 
 
 def _failure_in(notebook: str) -> str | None:
@@ -149,26 +210,6 @@ def _cells_of(workflow: Workflow, name: str) -> str:
         if step.name == name:
             return " (cell " + ", ".join(str(c.index) for c in step.cells) + ")"
     return ""
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=10)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _cancel(jobs: list[str]) -> None:
-    """Cancel the Slurm jobs this run submitted (StreamFlow does not when interrupted)."""
-    scancel = shutil.which("scancel")
-    if jobs and scancel:
-        subprocess.run([scancel, *jobs], capture_output=True, check=False, timeout=60)
 
 
 def _failure(log: list[str], status: int) -> str:

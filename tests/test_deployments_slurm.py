@@ -2,6 +2,7 @@
 
 Proof that a step ran as a Slurm job: the job id in the step's own environment (printed by the
 cell), and the same id in Slurm's job completion log, COMPLETED, with the resources asked for.
+That a signal to `nb2cwl run` cancels the run's jobs is tested in test_stopping.py.
 """
 
 from __future__ import annotations
@@ -77,31 +78,3 @@ def test_mixed_run_puts_the_parallel_loop_on_slurm(slurm_cluster: SlurmCluster,
         assert fields["JobState"] == "COMPLETED"
         assert fields["ProcCnt"] == str(cores)  # cpusPerTask from --resources
         assert f"cpu={cores}," in fields["Tres"] and "mem=200M" in fields["Tres"]
-
-
-def test_ctrl_c_leaves_no_slurm_job_behind(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    notebook = write_notebook(tmp_path / "slow.ipynb", "import time\ntime.sleep(300)")
-    env = dict(slurm_cluster.env, PATH=os.path.dirname(sys.executable) + os.pathsep
-               + os.environ["PATH"])
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(tmp_path / "wf"),
-         "--deployment", "slurm", "--deployment-file", str(_profile(tmp_path)), "--no-cache"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 90
-    while not slurm_cluster.queued_jobs():
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "the step never became a Slurm job"
-        time.sleep(0.5)
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=60)
-    assert process.returncode == 1 and "interrupted" in err
-    deadline = time.monotonic() + 30
-    while slurm_cluster.queued_jobs() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not slurm_cluster.queued_jobs(), "a Slurm job outlived the interrupted run"

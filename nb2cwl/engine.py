@@ -1,0 +1,112 @@
+"""The StreamFlow process of `nb2cwl run` (the engine), started while the notebook compiles.
+
+`python -c "from nb2cwl.engine import serve; serve()"` imports StreamFlow (most of its start-up
+time), then waits for its command line on stdin and runs it. Besides, it
+
+- tags what StreamFlow starts for this run with the run's token (NB2CWL_RUN, which the local
+  steps inherit): a label on every Docker container and a comment on every Slurm job, so that
+  `nb2cwl.stopping` finds them all when the run is stopped, even those StreamFlow never logged;
+- answers SIGINT by cancelling the workflow even if nb2cwl was started with SIGINT ignored (a
+  background job of a script): SIGINT is how nb2cwl asks StreamFlow to stop;
+- gets SIGHUP from the kernel when the nb2cwl process dies without stopping it (SIGKILL, or any
+  signal nb2cwl does not handle), and then starts `python -m nb2cwl.stopping` to stop the run,
+  as nb2cwl would have.
+
+The hooks patch two methods of StreamFlow 0.2.0rc3 (the pinned version); should they be missing,
+the run goes on untagged and a stop finds the Slurm jobs by the ids in StreamFlow's log only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import gc
+import json
+import os
+import signal
+import subprocess
+import sys
+from typing import Any
+
+from nb2cwl.stopping import RUN_ENV, TAG
+
+PARENT_ENV = "NB2CWL_PARENT"  # the pid of the nb2cwl process that started this one
+_PR_SET_PDEATHSIG = 1
+
+
+def serve() -> None:
+    """Run StreamFlow with the command line that arrives on stdin (exit at once on EOF)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    parent = _watch_parent()
+    from streamflow.main import run  # the slow part, overlapping with compiling
+
+    _tag(os.environ.get(RUN_ENV, ""))
+    line = sys.stdin.readline()
+    if not line.strip():  # nb2cwl is gone, or compiling failed
+        sys.exit(0)
+    sys.argv = ["streamflow", *json.loads(line)]
+    if parent and os.getppid() != parent:  # nb2cwl died meanwhile: run nothing
+        sys.exit(1)
+    status = run()
+    gc.freeze()  # no final collection of StreamFlow's objects: exits about 0.3 s sooner
+    sys.exit(status)
+
+
+def _tag(token: str) -> None:
+    if not token:
+        return
+    try:
+        from streamflow.deployment.connector.container import DockerConnector
+        from streamflow.deployment.connector.queue_manager import QueueManagerConnector
+    except ImportError:
+        return
+    label = f"{TAG}={token}"
+    init = DockerConnector.__init__
+
+    @functools.wraps(init)
+    def labelled(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.label = [*(getattr(self, "label", None) or []), label]
+
+    submit = QueueManagerConnector.run
+
+    @functools.wraps(submit)
+    async def commented(self: Any, location: Any, command: list[str], *args: Any,
+                        **kwargs: Any) -> Any:
+        # SlurmConnector._run_batch_command submits through here: echo SCRIPT | ... sbatch
+        # --parsable ...; StreamFlow sets no --comment of its own
+        if kwargs.get("job_name") is None and "sbatch" in command and "--parsable" in command:
+            at = command.index("sbatch") + 1
+            command = [*command[:at], f"--comment={label}", *command[at:]]
+        return await submit(self, location, command, *args, **kwargs)
+
+    DockerConnector.__init__ = labelled  # type: ignore[method-assign]
+    QueueManagerConnector.run = commented  # type: ignore[method-assign]
+
+
+def _watch_parent() -> int:
+    """Get SIGHUP when nb2cwl dies (Linux), and then stop the run in its place; nb2cwl's pid."""
+    parent = int(os.environ.get(PARENT_ENV, "0") or 0)
+    if not parent:
+        return 0
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGHUP, 0, 0, 0) != 0:
+            return parent
+    except (OSError, AttributeError):
+        return parent
+
+    def orphaned(_signum: int, _frame: object) -> None:
+        if os.getppid() == parent:  # a thread of nb2cwl ended, not nb2cwl
+            return
+        if sys.argv[:2] != ["streamflow", "run"]:  # still waiting: stdin's EOF ends this process
+            return
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # once
+        command = [sys.executable, "-m", "nb2cwl.stopping", str(os.getpid()),
+                   os.environ.get(RUN_ENV, ""), sys.argv[-1]]
+        env = {k: v for k, v in os.environ.items() if k not in (RUN_ENV, PARENT_ENV)}
+        subprocess.Popen(command, env=env, start_new_session=True, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    signal.signal(signal.SIGHUP, orphaned)
+    return parent
