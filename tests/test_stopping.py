@@ -202,7 +202,7 @@ def _run_processes(process: subprocess.Popen[str], tmp_path: Path) -> dict[int, 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
 def test_signal_to_nb2cwl_alone_stops_every_process(sig: int, tmp_path: Path) -> None:
-    process, notebook, gate = _slow_run(tmp_path)
+    process, notebook, gate = _slow_run(tmp_path, "--granularity", "cell")
     processes = _run_processes(process, tmp_path)
     assert len(processes) >= 5  # StreamFlow, the step's shell and python, helper, daemon
     err = _stop(process, sig)
@@ -217,7 +217,7 @@ def test_signal_to_nb2cwl_alone_stops_every_process(sig: int, tmp_path: Path) ->
     # the same output directory works at once, and the step that finished is reused
     gate.unlink()
     again = time.time()
-    assert main(["run", str(notebook), "-o", str(out), "--quiet"]) == 0
+    assert main(["run", str(notebook), "-o", str(out), "--quiet", "--granularity", "cell"]) == 0
     executed = json.loads((out / "runs" / "1" / "slow.executed.ipynb").read_text())
     printed = "".join(executed["cells"][0]["outputs"][0]["text"])
     assert float(printed.split()[1]) < again  # the first step's output, from the stopped run
