@@ -23,15 +23,19 @@ if TYPE_CHECKING:
 # The compiler is imported inside the commands: `nb2cwl run` starts StreamFlow first, so that
 # StreamFlow's start-up overlaps with importing the compiler and compiling.
 
-COMMANDS = ("compile", "run", "explain", "graph", "export", "verify", "profile", "calibrate")
+COMMANDS = ("compile", "run", "check", "explain", "graph", "export", "verify", "profile",
+            "calibrate")
 
 DESCRIPTION = """\
 Compile a Jupyter notebook into a CWL v1.2 workflow that StreamFlow runs.
 
-  nb2cwl NOTEBOOK.ipynb -o OUT/          compile (same as: nb2cwl compile ...)
+  nb2cwl NOTEBOOK.ipynb [-o OUT/]        compile (same as: nb2cwl compile ...; OUT defaults
+                                         to NOTEBOOK-wf beside the notebook)
   streamflow run OUT/streamflow.yml      execute it (every step local, unless bound elsewhere:
                                          --deployment, --target; see nb2cwl compile -h)
   nb2cwl run NOTEBOOK.ipynb              compile and run, with progress and a summary
+  nb2cwl check NOTEBOOK.ipynb            run it in a kernel and as a workflow; compare every
+                                         cell's outputs (exit status 1 if any differs)
   nb2cwl explain NOTEBOOK.ipynb [--json] steps, edges and why
   nb2cwl graph NOTEBOOK.ipynb -o dag.svg the step graph (.svg, .dot or .mmd)
   nb2cwl export NOTEBOOK.ipynb -o B.zip  a reproducible bundle (Workflow RO-Crate) to rerun
@@ -86,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     compile_ = commands.add_parser("compile", help="compile a notebook into a workflow "
                                    "directory (the default command)")
     _common(compile_)
-    _output_options(compile_, required=True)
+    _output_options(compile_, required=False)
     run = commands.add_parser(
         "run", help="compile, then run the workflow with StreamFlow",
         description="Compile the notebook, then run the workflow with StreamFlow, with progress "
@@ -113,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="output format (default: from the file extension)")
     _deployment_options(graph)
     _bundle_parsers(commands)
+    _check_parser(commands)
     profile = commands.add_parser(
         "profile", help="run the notebook once top to bottom in a kernel and record each "
         "cell's seconds, peak memory and the size of the values later cells read, for "
@@ -298,6 +303,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}")
         return 0
     out_dir = args.output or _default_output(args.notebook)
+    if args.command == "check":
+        return _check(args, options, out_dir)
     if args.command == "run":
         from nb2cwl.stopping import stop_on_signals
 
@@ -307,9 +314,52 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     workflow, _ = compile_to_directory(args.notebook, out_dir, options)
     _warn(workflow)
-    print(f"wrote {out_dir}: {len(workflow.steps)} steps; run it with: "
-          f"streamflow run {os.path.join(out_dir, 'streamflow.yml')}")
+    print(f"wrote {out_dir}: {len(workflow.steps)} steps")
+    print(f"run it with: streamflow run {os.path.join(out_dir, 'streamflow.yml')}  "
+          f"(or: nb2cwl run {args.notebook}, with progress)")
     return 0
+
+
+def _check_parser(commands: argparse._SubParsersAction) -> None:
+    check = commands.add_parser(
+        "check", help="run the notebook top to bottom in a kernel (nbclient) and as a "
+        "workflow, and compare every code cell's outputs; exit status 0 only when all are "
+        "equal",
+        description="Run NOTEBOOK top to bottom in a kernel (nbclient, the notebook's "
+        "kernelspec) and as a workflow (as nb2cwl run, with the same options), then compare "
+        "every code cell's outputs: streams, results and displays (every MIME type, figures "
+        "byte for byte), errors (name and value). Only what varies by nature is normalised: "
+        "memory addresses, the times %%time and %%timeit print, the kernel's process id in "
+        "cells' file names, and progress bars' rewritten lines. The report (also in "
+        "OUTPUT/runs/N/nb2cwl-check.json) names, for a differing cell, the step it ran in, "
+        "the values it loaded and what explain knew. Exit status: 0 when every cell is "
+        "equal, 1 otherwise. In CI: nb2cwl check notebook.ipynb --repeat")
+    _common(check)
+    _output_options(check, required=False)
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.add_argument("--rtol", type=float, metavar="R",
+                       help="compare numbers in text outputs with this relative tolerance "
+                            "(default: exactly); the report says which cells needed it")
+    check.add_argument("--repeat", action="store_true",
+                       help="run the notebook twice in a kernel: cells whose outputs differ "
+                            "between those runs (unseeded randomness, clocks) are reported "
+                            "as nondeterministic, not as differences")
+    check.add_argument("--timeout", type=_positive, default=600, metavar="SECONDS",
+                       help="the longest one cell may run in the kernel (default 600)")
+
+
+def _check(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int:
+    from nb2cwl.checking import check_notebook, render
+    from nb2cwl.stopping import stop_on_signals
+
+    with stop_on_signals():
+        report = check_notebook(args.notebook, out_dir, options, repeat=args.repeat,
+                                rtol=args.rtol, timeout=args.timeout)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=1))
+    else:
+        sys.stdout.write(render(report))
+    return 0 if report.equal else 1
 
 
 def _run(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int:

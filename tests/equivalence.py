@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -11,53 +10,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+")
-#: What varies by nature between two runs: the times %time and %timeit print, and the kernel's
-#: process id in the file names of cells (`/tmp/ipykernel_<pid>/<hash>.py` in warnings).
-_TIMINGS = [
-    (re.compile(r"(?:/[^\s/:]+)*/ipykernel_\d+/"), "<tmp>/ipykernel_PID/"),
-    (re.compile(r"CPU times: [^\n]*"), "CPU times: <time>"),
-    (re.compile(r"Wall time: [^\n]*"), "Wall time: <time>"),
-    (re.compile(r"[\d.]+ [^\s]+ (± [\d.]+ [^\s]+ )?per loop \([^)]*\)"), "<timeit>"),
-]
-
-
-def normalised(text: str) -> str:
-    """`text` with memory addresses and timings replaced (nothing else)."""
-    text = _ADDRESS.sub("0xADDR", text)
-    for pattern, replacement in _TIMINGS:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def full_outputs(cell: dict) -> list[tuple]:
-    """Every output of a code cell, normalised: streams (consecutive ones of a name joined),
-    each MIME type's data of results and displays, errors' name and value."""
-    found: list[tuple] = []
-    for output in cell.get("outputs", []):
-        kind = output["output_type"]
-        if kind == "stream":
-            text = "".join(output["text"])
-            if found and found[-1][0] == "stream" and found[-1][1] == output["name"]:
-                found[-1] = ("stream", output["name"], found[-1][2] + text)
-            else:
-                found.append(("stream", output["name"], text))
-        elif kind in ("execute_result", "display_data"):
-            data = {mime: "".join(value) if isinstance(value, list) else value
-                    for mime, value in output.get("data", {}).items()}
-            found.append((kind, tuple(sorted(
-                (mime, normalised(value) if isinstance(value, str) and not mime.startswith(
-                    "image/") else value) for mime, value in data.items()))))
-        elif kind == "error":
-            found.append(("error", output["ename"], normalised(output["evalue"])))
-    return [(entry[0], entry[1], normalised(entry[2])) if entry[0] == "stream" else entry
-            for entry in found]
-
-
-def all_cells(notebook: dict) -> dict[int, list[tuple]]:
-    """Full normalised outputs of every code cell, by cell index."""
-    return {i: full_outputs(c) for i, c in enumerate(notebook["cells"])
-            if c["cell_type"] == "code"}
+from nb2cwl.checking.compare import entries
+from nb2cwl.checking.normalise import normalised
 
 
 def text_outputs(cell: dict) -> list[str]:
@@ -72,8 +26,13 @@ def text_outputs(cell: dict) -> list[str]:
             texts.append(f"{kind}: {data.get('text/plain', '')}")
         elif kind == "error":
             texts.append(f"error: {output['ename']}: {output['evalue']}")
-    joined = "".join(texts)
-    return [_ADDRESS.sub("0xADDR", joined)]
+    return [normalised("".join(texts))]
+
+
+def all_cells(notebook: dict) -> dict[int, list[tuple]]:
+    """Every output of every code cell, normalised as nb2cwl check does, by cell index."""
+    return {i: entries(c.get("outputs", [])) for i, c in enumerate(notebook["cells"])
+            if c["cell_type"] == "code"}
 
 
 def per_cell(notebook: dict) -> dict[int, list[str]]:

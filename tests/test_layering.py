@@ -26,14 +26,14 @@ def _imports(path: Path) -> set[str]:
 @pytest.mark.parametrize("layer", ORDER)
 def test_layer_imports_only_earlier_layers(layer: str) -> None:
     allowed = {f"nb2cwl.{earlier}" for earlier in ORDER[: ORDER.index(layer) + 1]} | SHARED
-    for module in (PACKAGE / layer).glob("*.py"):
+    for module in (PACKAGE / layer).rglob("*.py"):  # subpackages too
         for name in _imports(module):
             assert any(name == a or name.startswith(a + ".") for a in allowed), (
                 f"{module.relative_to(PACKAGE)} imports {name}")
 
 
 def test_runtime_imports_nothing_from_nb2cwl() -> None:
-    for module in (PACKAGE / "runtime").glob("*.py"):
+    for module in (PACKAGE / "runtime").rglob("*.py"):
         assert _imports(module) == set(), module.name
 
 

@@ -67,6 +67,7 @@ INPUTS = "inputs"
 RUN = "run"
 PROVENANCE = f"{RUN}/provenance.crate.zip"
 OUTPUTS = f"{RUN}/outputs"
+CHECK_REPORT = f"{RUN}/nb2cwl-check.json"  # nb2cwl check's report of the run, if it has one
 HASH_SEED = "0"
 #: The state the global generators start from in a step that inherits none.
 START_SEED = 0
@@ -643,7 +644,16 @@ def _collect_run(out: Path, compiled: Path, root: Path, work: Path) -> _Run:
     target = root / PROVENANCE
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(archive, target)
+    _copy_check_report(out, root)
     return _read_provenance(target, root)
+
+
+def _copy_check_report(out: Path, root: Path) -> None:
+    """The report of `nb2cwl check`, when the last run of `out` was checked."""
+    runs = sorted((p for p in (out / "runs").glob("*") if p.name.isdigit()),
+                  key=lambda p: int(p.name))
+    if runs and (runs[-1] / "nb2cwl-check.json").is_file():
+        shutil.copyfile(runs[-1] / "nb2cwl-check.json", root / CHECK_REPORT)
 
 
 def _same_workflow(out: Path, compiled: Path) -> None:
@@ -919,6 +929,8 @@ def _crate_file(rel: str, notebook: str) -> CrateFile:
         MAP: (MAP, "notebook cells to steps; variables and files to what carries them"),
         PROVENANCE: ("provenance of the original run", "a Workflow Run RO-Crate written by "
                      "streamflow prov"),
+        CHECK_REPORT: ("nb2cwl check report", "the original run compared cell by cell with "
+                       "the notebook run top to bottom in a kernel (nb2cwl check)"),
         "environment/requirements.txt": ("requirements.txt", "the environment lock: exact "
                                          "versions of every package (pip)"),
         "environment/lock.json": ("lock.json", "the Python version and why each package is "
