@@ -37,7 +37,8 @@ def test_every_step_runs_as_a_slurm_job(slurm_cluster: SlurmCluster, tmp_path: P
     )
     before = set(slurm_cluster.completed_jobs())
     printed = run_notebook(notebook, tmp_path / "wf", "--deployment", "slurm",
-                           "--deployment-file", str(_profile(tmp_path)))
+                           "--deployment-file", str(_profile(tmp_path)),
+                           "--granularity", "cell")  # cheap cells would share one step
     assert "y*2 = 42" in printed[2]
     jobs = [_job(text) for text in printed]
     assert all(j is not None and j.isdigit() for j in jobs), printed
