@@ -19,6 +19,7 @@ from nb2cwl.stopping import Stopped
 
 if TYPE_CHECKING:
     from nb2cwl.ir.model import Workflow
+    from nb2cwl.launch import StepServer
 
 # The compiler is imported inside the commands: `nb2cwl run` starts StreamFlow first, so that
 # StreamFlow's start-up overlaps with importing the compiler and compiling.
@@ -363,6 +364,17 @@ def _check(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> i
 
 
 def _run(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int:
+    from nb2cwl.launch import StepServer
+
+    server = StepServer()
+    try:
+        return _run_with(args, options, out_dir, server)
+    finally:
+        server.stop()
+
+
+def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
+              server: StepServer) -> int:
     from nb2cwl.errors import RunInterrupted
     from nb2cwl.launch import CACHE_DIR, Engine, run_workflow
     from nb2cwl.stopping import shield
@@ -370,10 +382,12 @@ def _run(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int
     engine = None
     try:
         with shield():  # StreamFlow starts up while the notebook compiles
-            engine = Engine(None if args.no_cache else os.path.join(out_dir, CACHE_DIR))
+            engine = Engine(None if args.no_cache else os.path.join(out_dir, CACHE_DIR), server)
         from nb2cwl.api import compile_to_directory
 
         workflow, _ = compile_to_directory(args.notebook, out_dir, options)
+        with shield():
+            server.start(out_dir, options.python, engine.env)
         _warn(workflow)
         if not args.quiet:
             print(f"compiled {workflow.notebook_name}: {len(workflow.steps)} steps in {out_dir}")

@@ -7,9 +7,11 @@ import os
 import queue
 import re
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -17,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nb2cwl.backends.naming import executed_name
+from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE
 from nb2cwl.engine import PARENT_ENV
 from nb2cwl.errors import RunError, RunInterrupted
 from nb2cwl.ir.model import Workflow
+from nb2cwl.runtime.forkclient import SERVER_ENV
 from nb2cwl.stopping import (
     RUN_ENV,
     RunHandle,
@@ -69,13 +73,17 @@ class Engine:
     the engine stops the run itself (nb2cwl.engine).
     """
 
-    def __init__(self, cache_dir: str | None = None) -> None:
+    def __init__(self, cache_dir: str | None = None, step_server: StepServer | None = None
+                 ) -> None:
         token = secrets.token_hex(8)
         env = dict(os.environ, **{RUN_ENV: token, PARENT_ENV: str(os.getpid())})
+        if step_server is not None:  # local steps start from its warm children
+            env[SERVER_ENV] = step_server.path
         if cache_dir:  # steps reuse outputs of earlier runs whose code and inputs match
             env["NB2CWL_CACHE_DIR"] = os.path.abspath(cache_dir)
         # steps run `python3` from PATH: make it this environment's interpreter
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+        self.env = env
         self.process = subprocess.Popen(
             [sys.executable, "-c", _BOOTSTRAP], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, errors="replace", env=env,
@@ -131,6 +139,43 @@ class Engine:
         except subprocess.TimeoutExpired:
             return False
         return True
+
+
+class StepServer:
+    """The run's step server (runtime/forkserver.py): local steps start as its warm children
+    instead of fresh interpreters, about 0.2 s sooner each.
+
+    Its socket lives in a private folder (0700) of its own; the steps learn the path from
+    NB2CWL_STEP_SERVER, which only `nb2cwl run` sets. It carries the run's token like every
+    process of the run, so stopping the run stops it and its children too.
+    """
+
+    def __init__(self) -> None:
+        self.directory = tempfile.mkdtemp(prefix="nb2cwl-steps-")
+        self.path = os.path.join(self.directory, "server")
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, out_dir: str, python: str, env: dict[str, str]) -> None:
+        """Start it with the steps' interpreter and the workflow's runtime copy."""
+        executable = shutil.which(python, path=env.get("PATH"))
+        if executable is None:  # the steps will say so themselves
+            return
+        env = {k: v for k, v in env.items() if k not in (SERVER_ENV, PARENT_ENV)}
+        self.process = subprocess.Popen(
+            [executable, "-m", f"{RUNTIME_PACKAGE}.forkserver", self.path], cwd=out_dir,
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def stop(self) -> None:
+        """Stop it (its children have ended with the run) and remove its folder."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,

@@ -369,6 +369,8 @@ def _interpreter(tools: dict[str, tuple[Path, Any]]) -> str:
     found = set()
     for name, (_, tool) in tools.items():
         command = tool.baseCommand if isinstance(tool.baseCommand, list) else [tool.baseCommand]
+        if command[1:] == ["-S"]:  # a local step's fast start (cwl.interpreter); a bundle's
+            command = command[:1]  # steps start through its checking bootstrap instead
         if len(command) != 1:
             raise BundleError(f"tool {name}: expected the Python interpreter alone as its "
                               f"baseCommand, found {command}")

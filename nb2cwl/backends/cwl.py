@@ -27,8 +27,9 @@ def collections(step: Step) -> int:
     return len(step.plan.iterables) if step.plan is not None else 0
 
 
-def step_tool(workflow: Workflow, step: Step, python: str) -> cwl.CommandLineTool:
-    """The CommandLineTool that runs one step's script."""
+def step_tool(workflow: Workflow, step: Step, python: str,
+              local: bool = False) -> cwl.CommandLineTool:
+    """The CommandLineTool that runs one step's script (`local`: on the local deployment)."""
     inputs = _script_inputs()
     for port, prefix in step_ports(workflow, step):
         inputs.append(cwl.CommandInputParameter(
@@ -56,7 +57,7 @@ def step_tool(workflow: Workflow, step: Step, python: str) -> cwl.CommandLineToo
         cwlVersion="v1.2",
         label=f"{workflow.notebook_name}: cell(s) {cells}",
         doc=_first_line(step),
-        baseCommand=[python],
+        baseCommand=interpreter(python, local),
         inputs=inputs,
         outputs=outputs,
         requirements=[resource_requirement(step.resources)],
@@ -128,7 +129,15 @@ def _port_type(port: str, workflow: Workflow) -> str:
     return "Directory"
 
 
-def assemble_tool(workflow: Workflow, python: str) -> cwl.CommandLineTool:
+def interpreter(python: str, local: bool) -> list[str]:
+    """The command a step's script runs with. A local step may be handed to `nb2cwl run`'s
+    warm step server: its own interpreter starts without `site` (-S, about 10 ms sooner), and
+    runs `site.main()` itself when it runs the step after all (step_scripts._LAUNCHER)."""
+    return [python, "-S"] if local else [python]
+
+
+def assemble_tool(workflow: Workflow, python: str,
+                  local: bool = False) -> cwl.CommandLineTool:
     """The CommandLineTool that writes the executed notebook and gathers written files."""
     inputs = [
         *_script_inputs(),
@@ -156,7 +165,7 @@ def assemble_tool(workflow: Workflow, python: str) -> cwl.CommandLineTool:
     return cwl.CommandLineTool(
         cwlVersion="v1.2",
         label=f"{workflow.notebook_name}: assemble the executed notebook",
-        baseCommand=[python],
+        baseCommand=interpreter(python, local),
         inputs=inputs,
         outputs=outputs,
         requirements=[cwl.ResourceRequirement(coresMin=1)],

@@ -86,6 +86,14 @@ class DeploymentPlan:
     bindings: list[dict[str, Any]]
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
+    def runs_locally(self, step: str) -> bool:
+        """True when step `step` (or `assemble`) runs on a deployment of type local."""
+        target = next((b["target"] for b in self.bindings if b["step"] == f"/{step}"),
+                      next((b["target"] for b in self.bindings if b["step"] == "/"), None))
+        if target is None:
+            return False
+        return self.deployments.get(target["deployment"], {}).get("type") == "local"
+
 
 def bind_steps(workflow: Workflow, options: CompileOptions) -> Workflow:
     """Give every step its deployment name and its resource needs."""

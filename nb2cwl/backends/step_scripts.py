@@ -10,6 +10,12 @@ RUNTIME_PACKAGE = "nb2cwl_runtime"
 
 _LAUNCHER = '''
 
+def _run(argv: list) -> int:
+    from {package}.{module} import {function}
+
+    return {function}({call})
+
+
 def _main() -> int:
     import os
     import sys
@@ -17,9 +23,17 @@ def _main() -> int:
     argv = sys.argv[1:]
     runtime = argv[argv.index("--runtime") + 1]
     sys.path.insert(0, os.path.dirname(os.path.abspath(runtime)))
-    from {package}.{module} import {function}
+    if {local} and os.environ.get("NB2CWL_STEP_SERVER"):  # nb2cwl run's warm step server
+        from {package}.forkclient import run_on_server
 
-    return {function}({call})
+        status = run_on_server(__file__, argv)
+        if status is not None:
+            return status
+    if sys.flags.no_site and "site" not in sys.modules:  # started with -S for the server
+        import site
+
+        site.main()
+    return _run(argv)
 
 
 if __name__ == "__main__":
@@ -124,8 +138,9 @@ def _visible_definitions(workflow: Workflow, step: Step) -> list[dict]:
     ]
 
 
-def step_script(workflow: Workflow, step: Step) -> str:
-    """The Python source of `step`'s script."""
+def step_script(workflow: Workflow, step: Step, local: bool = False) -> str:
+    """The Python source of `step`'s script; `local`: it runs on the local deployment, where
+    `nb2cwl run` may start it from a warm step server (runtime/forkserver.py)."""
     cells = ", ".join(str(c.index) for c in step.cells)
     header = (
         f'"""nb2cwl step {step.name}: {workflow.notebook_name}, cell(s) {cells}.\n\n'
@@ -135,11 +150,11 @@ def step_script(workflow: Workflow, step: Step) -> str:
     spec = pprint.pformat(step_spec(workflow, step), width=100, sort_dicts=False)
     body = f"SPEC = {spec}\n"
     launcher = _LAUNCHER.format(package=RUNTIME_PACKAGE, module="step", function="run_step",
-                                call="SPEC, argv")
+                                call="SPEC, argv", local=local)
     return header + body + launcher
 
 
-def assemble_script(workflow: Workflow) -> str:
+def assemble_script(workflow: Workflow, local: bool = False) -> str:
     """The Python source of the step that assembles the executed notebook."""
     header = (
         f'"""nb2cwl: assemble the executed notebook of {workflow.notebook_name}.\n\n'
@@ -147,5 +162,5 @@ def assemble_script(workflow: Workflow) -> str:
         '"""\n'
     )
     launcher = _LAUNCHER.format(package=RUNTIME_PACKAGE, module="assemble",
-                                function="assemble", call="argv")
+                                function="assemble", call="argv", local=local)
     return header + launcher

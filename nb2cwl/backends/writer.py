@@ -80,13 +80,18 @@ def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
             yaml.dump(document, handle)
         written.append(rel)
 
+    def local(step: str) -> bool:
+        return deployments is None or deployments.runs_locally(step)
+
     for step in workflow.steps:
-        put(f"steps/{step.name}.py", step_script(workflow, step))
+        put(f"steps/{step.name}.py", step_script(workflow, step, local(step.name)))
         put_yaml(f"tools/{step.name}.cwl",
-                 cwl_backend.as_document(cwl_backend.step_tool(workflow, step, python)))
-    put("steps/assemble.py", assemble_script(workflow))
+                 cwl_backend.as_document(cwl_backend.step_tool(workflow, step, python,
+                                                                 local(step.name))))
+    put("steps/assemble.py", assemble_script(workflow, local("assemble")))
     put_yaml("tools/assemble.cwl",
-             cwl_backend.as_document(cwl_backend.assemble_tool(workflow, python)))
+             cwl_backend.as_document(cwl_backend.assemble_tool(workflow, python,
+                                                                     local("assemble"))))
     put_yaml("workflow.cwl", cwl_backend.as_document(cwl_backend.main_workflow(workflow)))
     runtime_dir = root / RUNTIME_PACKAGE
     runtime_dir.mkdir(exist_ok=True)

@@ -17,6 +17,7 @@ the kernel sets, and keeps `get_ipython` and `display` in the builtins for the w
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import sys
@@ -221,6 +222,22 @@ def _has_inline_backend() -> bool:
         return importlib.util.find_spec("matplotlib_inline") is not None
     except (ImportError, ValueError):
         return False
+
+
+def warm_up() -> None:
+    """Import what making the shell imports: the step server (forkserver.py) does it once for
+    the steps it forks."""
+    import importlib
+
+    # ipykernel's compiler imports jupyter_client and zmq (about 70 ms); making a shell
+    # imports the rest
+    for module in ("ipykernel.compiler", "IPython.core.application", "IPython.core.completer",
+                   "IPython.core.completerlib", "IPython.core.crashhandler",
+                   "IPython.core.magics", "IPython.core.oinspect", "IPython.utils.generics",
+                   "IPython.utils.wildcard", "runpy", "unicodedata"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+    _has_inline_backend()
 
 
 def create(module: types.ModuleType, skipped_magics: list[str]) -> KernelExecutor:

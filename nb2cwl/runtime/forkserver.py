@@ -1,0 +1,237 @@
+"""A process that starts local steps already warm: it imports the runtime and IPython once,
+then forks one child per step that asks (`nb2cwl run`, steps on the local deployment only).
+
+A step process that starts from nothing spends about 0.2 s importing IPython, ipykernel's
+compiler and the runtime before its first cell; a child forked from here has them already.
+The child then becomes that step process in every way a cell can observe: the step's standard
+streams (passed over the socket), working directory, environment, command line and
+`sys.path[0]`, default signal handlers, a process group of its own, and a normal interpreter
+exit (atexit handlers, non-daemon threads joined, streams flushed).
+
+The step's own process (forkclient) waits for the child's exit status, which this server sends
+once it reaps the child, and exits with it (by the same signal, when the child was killed).
+Signals the step process gets are forwarded to the child's process group; should the step
+process die, the child sees its connection close and kills its group. The server exits with
+the `nb2cwl run` that started it (PR_SET_PDEATHSIG), or on SIGTERM.
+
+Usage: python -m nb2cwl_runtime.forkserver SOCKET_PATH
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+from typing import Any
+
+HEADER = struct.Struct("!I")  # the request's length, before its JSON
+MAX_REQUEST = 16 * 1024 * 1024
+_PR_SET_PDEATHSIG = 1
+
+
+def serve(path: str) -> None:
+    """Listen on `path`, warm up, then fork a child for every request until SIGTERM."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)  # at once: steps that connect early wait in the backlog
+    listener.listen(128)
+    _die_with_parent()
+    _warm_up()
+    # what the server imported lives as long as any child: no collection in a child scans it
+    # again (IPython's reset at exit collects), and its pages stay shared
+    gc.collect()
+    gc.freeze()
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    children: dict[int, socket.socket] = {}
+    me = os.getpid()
+    runtime = os.path.dirname(os.path.realpath(__file__))
+    while True:
+        readable, _, _ = select.select([listener, wake_read], [], [])
+        if wake_read in readable:
+            with contextlib.suppress(BlockingIOError):
+                os.read(wake_read, 512)
+            _reap(children)
+        if listener not in readable:
+            continue
+        try:
+            conn, _ = listener.accept()
+            request, fds = _receive(conn)
+        except (OSError, ValueError):
+            continue
+        if not _acceptable(request, runtime):
+            _close(conn, fds)  # the step runs on its own (it sees the connection close)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            # the child: never returns into this loop (SystemExit ends the interpreter)
+            listener.close()
+            for fd in (wake_read, wake_write):
+                os.close(fd)
+            _become_step(conn, request, fds)
+        assert os.getpid() == me
+        for fd in fds:
+            os.close(fd)
+        children[pid] = conn
+        _send(conn, f"pid {pid}")
+
+
+def _die_with_parent() -> None:
+    """Linux sends SIGTERM when the process that started this one dies."""
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # it died before the request took effect
+        sys.exit(0)
+
+
+def _warm_up() -> None:
+    """Import what every step imports (not the notebook's libraries: their import order and
+    the settings made before it are the notebook's to decide)."""
+    from . import assemble, cache, capture, failure, files, settings, skeleton, step, values
+
+    del assemble, cache, capture, failure, files, settings, skeleton, step, values
+    with contextlib.suppress(ImportError):
+        from . import kernel_shell
+
+        kernel_shell.warm_up()
+
+
+def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """The request (JSON) and the three standard streams sent with it."""
+    data, fds, _flags, _address = socket.recv_fds(conn, 65536, 3)
+    while len(data) < HEADER.size or len(data) < HEADER.size + HEADER.unpack_from(data)[0]:
+        if len(data) >= HEADER.size and HEADER.unpack_from(data)[0] > MAX_REQUEST:
+            raise ValueError("request too large")
+        more = conn.recv(65536)
+        if not more:
+            raise ValueError("connection closed during the request")
+        data += more
+    (size,) = HEADER.unpack_from(data)
+    request = json.loads(data[HEADER.size:HEADER.size + size])
+    if len(fds) != 3 or not isinstance(request, dict):
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("malformed request")
+    return request, list(fds)
+
+
+def _acceptable(request: dict[str, Any], runtime: str) -> bool:
+    """Only steps of this very runtime and interpreter: anything else runs on its own."""
+    try:
+        same_runtime = os.path.realpath(request["runtime"]) == runtime
+        same_python = os.path.realpath(request["python"]) == os.path.realpath(sys.executable)
+    except (KeyError, TypeError):
+        return False
+    return same_runtime and same_python
+
+
+def _close(conn: socket.socket, fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
+    conn.close()
+
+
+def _send(conn: socket.socket, line: str) -> None:
+    with contextlib.suppress(OSError):  # the step process is gone
+        conn.sendall(line.encode() + b"\n")
+
+
+def _reap(children: dict[int, socket.socket]) -> None:
+    """Send each finished child's status to its step process."""
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = children.pop(pid, None)
+        if conn is None:
+            continue
+        if os.WIFSIGNALED(status):
+            _send(conn, f"signal {os.WTERMSIG(status)}")
+        else:
+            _send(conn, f"exit {os.waitstatus_to_exitcode(status)}")
+        conn.close()
+
+
+def _become_step(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+    """Turn this fresh child into the step process that asked, run the step, exit."""
+    signal.set_wakeup_fd(-1)
+    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    os.setpgid(0, 0)  # the step process signals this group; the child's own children too
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    import tempfile
+
+    tempfile.tempdir = None  # found again from the step's TMPDIR
+    script = request["script"]
+    sys.argv = [script, *request["argv"]]
+    # as `python3 SCRIPT` has it, and the launcher then adds the runtime's folder first
+    sys.path[0] = os.path.dirname(os.path.abspath(script))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(request["runtime"])))
+    threading.Thread(target=_watch_step_process, args=(conn,), daemon=True).start()
+    import runpy
+
+    try:
+        namespace = runpy.run_path(script, run_name="__nb2cwl_step__")
+        status = namespace["_run"](request["argv"])
+    except SystemExit as exit_:
+        status = exit_.code
+    _exit(status)
+
+
+def _exit(status: object) -> None:
+    """End as the interpreter ends (threads joined, atexit handlers, streams flushed), without
+    tearing down the modules the server imported: that would cost a step about 50 ms."""
+    if status is None:
+        code = 0
+    elif isinstance(status, int):
+        code = status
+    else:
+        sys.stderr.write(f"{status}\n")
+        code = 1
+    with contextlib.suppress(Exception):
+        threading._shutdown()  # type: ignore[attr-defined]  (joins non-daemon threads)
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code & 0xFF)
+
+
+def _watch_step_process(conn: socket.socket) -> None:
+    """The step process sends nothing more: the connection closing means it died."""
+    with contextlib.suppress(OSError):
+        while conn.recv(1):
+            pass
+    with contextlib.suppress(OSError):
+        os.killpg(0, signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

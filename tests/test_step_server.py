@@ -1,0 +1,264 @@
+"""The warm step server of `nb2cwl run` (runtime/forkserver.py, runtime/forkclient.py).
+
+A local step hands itself to a child forked from the server; the child must be that step
+process in every way that matters (streams, cwd, environment, argv, exit status, signals), and
+nothing may outlive the step process that asked for it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nb2cwl.backends.writer import RUNTIME_SOURCE
+from nb2cwl.cli import main
+
+# a stand-in for a generated step script: the launcher's shape, with a body the test chooses
+SCRIPT = '''
+def _run(argv):
+{body}
+
+
+def _main():
+    import os
+    import sys
+
+    argv = sys.argv[1:]
+    runtime = argv[argv.index("--runtime") + 1]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(runtime)))
+    from nb2cwl_runtime.forkclient import run_on_server
+
+    status = run_on_server(__file__, argv)
+    if status is not None:
+        return status
+    print("ran-in-place", flush=True)
+    return _run(argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())
+'''
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    runtime = tmp_path / "nb2cwl_runtime"
+    runtime.mkdir()
+    for source in RUNTIME_SOURCE.glob("*.py"):
+        shutil.copyfile(source, runtime / source.name)
+    return tmp_path
+
+
+@pytest.fixture
+def server(workdir: Path) -> Iterator[tuple[subprocess.Popen, str]]:
+    socket_path = str(workdir / "server.sock")
+    process = subprocess.Popen([sys.executable, "-m", "nb2cwl_runtime.forkserver", socket_path],
+                               cwd=workdir, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while not os.path.exists(socket_path):
+        assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    yield process, socket_path
+    process.terminate()
+    process.wait(10)
+
+
+def _script(workdir: Path, body: str) -> Path:
+    path = workdir / "steps" / "step.py"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(SCRIPT.format(body=textwrap.indent(textwrap.dedent(body), "    ")))
+    return path
+
+
+def _start(script: Path, workdir: Path, socket_path: str, *argv: str,
+           **env: str) -> subprocess.Popen:
+    cwd = workdir / "job"
+    cwd.mkdir(exist_ok=True)
+    environment = dict(os.environ, NB2CWL_STEP_SERVER=socket_path, **env)
+    return subprocess.Popen([sys.executable, "-S", str(script), "--runtime",
+                             str(workdir / "nb2cwl_runtime"), *argv], cwd=cwd, env=environment,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_child_is_the_step_process(server, workdir: Path) -> None:
+    process, socket_path = server
+    script = _script(workdir, """
+        import os, sys
+        print("parent", os.getppid(), "cwd", os.path.basename(os.getcwd()))
+        print("env", os.environ.get("STEP_ONLY"), "server" in str(os.environ.get(
+            "NB2CWL_STEP_SERVER")))
+        print("argv", sys.argv[1:], "path0", os.path.basename(sys.path[1]))
+        print("to stderr", file=sys.stderr)
+        return 7
+    """)
+    step = _start(script, workdir, socket_path, "--x", "1", STEP_ONLY="yes")
+    out, err = step.communicate(timeout=30)
+    assert step.returncode == 7, err
+    assert "ran-in-place" not in out
+    assert f"parent {process.pid} cwd job" in out  # forked by the server, in the step's folder
+    assert "env yes False" in out  # the step's environment, without the server's address
+    assert "'--x', '1'" in out and "path0 steps" in out
+    assert "to stderr" in err
+
+
+def test_a_child_killed_by_a_signal_ends_its_step_process_the_same_way(server,
+                                                                       workdir: Path) -> None:
+    _, socket_path = server
+    script = _script(workdir, """
+        import os, signal
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    step = _start(script, workdir, socket_path)
+    step.communicate(timeout=30)
+    assert step.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signals_to_the_step_process_reach_the_child(server, workdir: Path,
+                                                     signum: int) -> None:
+    _, socket_path = server
+    marker = workdir / "child.pid"
+    script = _script(workdir, f"""
+        import os, subprocess, time
+        grandchild = subprocess.Popen(["sleep", "60"])
+        with open({str(marker)!r}, "w") as handle:
+            handle.write(f"{{os.getpid()}} {{grandchild.pid}}")
+        time.sleep(60)
+    """)
+    step = _start(script, workdir, socket_path)
+    deadline = time.monotonic() + 20
+    while not marker.exists() or len(marker.read_text().split()) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    child, grandchild = map(int, marker.read_text().split())
+    step.send_signal(signum)
+    step.communicate(timeout=30)
+    assert step.returncode != 0
+    deadline = time.monotonic() + 5
+    while (_alive(child) or _alive(grandchild)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child) and not _alive(grandchild)  # the child's whole group
+
+
+def test_a_killed_step_process_takes_its_child_along(server, workdir: Path) -> None:
+    _, socket_path = server
+    marker = workdir / "child.pid"
+    script = _script(workdir, f"""
+        import os, time
+        with open({str(marker)!r}, "w") as handle:
+            handle.write(str(os.getpid()))
+        time.sleep(60)
+    """)
+    step = _start(script, workdir, socket_path)
+    deadline = time.monotonic() + 20
+    while not marker.exists() or not marker.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    child = int(marker.read_text())
+    step.kill()  # SIGKILL: nothing forwards it
+    step.communicate(timeout=30)
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def test_without_a_server_or_with_another_runtime_the_step_runs_in_place(
+        server, workdir: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    _, socket_path = server
+    script = _script(workdir, """
+        print("ran")
+        return 0
+    """)
+    gone = _start(script, workdir, str(workdir / "no-such-socket"))
+    out, err = gone.communicate(timeout=30)
+    assert gone.returncode == 0 and "ran-in-place" in out, err
+    other = tmp_path_factory.mktemp("other")
+    shutil.copytree(workdir / "nb2cwl_runtime", other / "nb2cwl_runtime")
+    elsewhere = _script(other, "print('ran')\nreturn 0")
+    declined = _start(elsewhere, other, socket_path)
+    out, err = declined.communicate(timeout=30)
+    assert declined.returncode == 0 and "ran-in-place" in out, err
+
+
+def _forkservers() -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    if b"nb2cwl_runtime.forkserver" in handle.read():
+                        found.add(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.streamflow
+def test_nb2cwl_run_starts_local_steps_from_its_server_and_stops_it(tmp_path: Path) -> None:
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nb = new_notebook(cells=[
+        new_code_cell("import os, sys\nx = 41"),
+        new_code_cell("print(x + 1, 'site' in sys.modules, sys.flags.no_site)")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    path = tmp_path / "served.ipynb"
+    nbformat.write(nb, path)
+    before = _forkservers()
+    old = os.environ["PATH"]
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + old
+    try:
+        assert main(["run", str(path), "-o", str(tmp_path / "wf"), "--quiet",
+                     "--granularity", "cell"]) == 0
+    finally:
+        os.environ["PATH"] = old
+    executed = nbformat.read(tmp_path / "wf" / "runs" / "1" / "served.executed.ipynb", 4)
+    # a child of the server: forked from an interpreter that imported site (a step process
+    # of its own starts with -S and imports site only when it runs the step itself)
+    assert executed.cells[1].outputs[0]["text"] == "42 True 0\n"
+    assert _forkservers() <= before  # gone with the run
+    tool = (tmp_path / "wf" / "tools" / "cell_1.cwl").read_text()
+    assert "- -S" in tool
+
+
+@pytest.mark.streamflow
+def test_a_plain_streamflow_run_runs_the_same_steps_without_a_server(tmp_path: Path) -> None:
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nb = new_notebook(cells=[new_code_cell("import sys\nx = 41"),
+                             new_code_cell("print(x + 1, 'site' in sys.modules)")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    path = tmp_path / "plain.ipynb"
+    nbformat.write(nb, path)
+    assert main([str(path), "-o", str(tmp_path / "wf"), "--granularity", "cell"]) == 0
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    env.pop("NB2CWL_STEP_SERVER", None)
+    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "streamflow"), "run",
+                           "--outdir", str(tmp_path / "out"), str(tmp_path / "wf" /
+                                                                  "streamflow.yml")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:]
+    executed = nbformat.read(tmp_path / "out" / "plain.executed.ipynb", 4)
+    assert executed.cells[1].outputs[0]["text"] == "42 True\n"  # site imported by the step
