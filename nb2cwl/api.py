@@ -69,7 +69,7 @@ def _compile(path: str, options: CompileOptions) -> Workflow:
             raise OptionError(f"--profile: {exc}", Location(notebook.name)) from None
         workflow = with_profile(workflow, profile)
     costs, default = deployment_costs(workflow, options)
-    return partition(workflow, costs, default, profile, options.granularity)
+    return partition(workflow, costs, default, profile, options.granularity, options.swept)
 
 
 def compile_to_directory(path: str, out_dir: str,

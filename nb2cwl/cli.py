@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import traceback
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from nb2cwl import __version__
@@ -20,6 +21,7 @@ from nb2cwl.stopping import Stopped
 if TYPE_CHECKING:
     from nb2cwl.ir.model import Workflow
     from nb2cwl.launch import StepServer
+    from nb2cwl.parameter_values import RunValues
 
 # The compiler is imported inside the commands: `nb2cwl run` starts StreamFlow first, so that
 # StreamFlow's start-up overlaps with importing the compiler and compiling.
@@ -101,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     _common(run)
     _output_options(run, required=False)
     run.add_argument("--quiet", action="store_true", help="print only the summary")
+    _parameter_options(run)
     run.add_argument("--no-cache", action="store_true",
                      help="run every step again; by default a step whose code and inputs are "
                           "unchanged since an earlier run reuses its outputs "
@@ -147,6 +150,33 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError("must be 1 or more")
     return value
+
+
+def _parameter_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "parameters", "The cell tagged 'parameters' (papermill) or 'pipeline-parameters' (Kale) "
+        "declares the workflow's inputs: each NAME = LITERAL in it (int, float, str, bool, a "
+        "list of one of these; a string naming a file or folder beside the notebook is a file "
+        "input). Its values are the defaults (in OUTPUT/job.yml); the run's values are "
+        "assigned right after that cell, as papermill does, without compiling again.")
+    group.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
+                       metavar=("NAME", "VALUE"),
+                       help="give parameter NAME this value (read as papermill reads -p: True, "
+                            "False, None, a number, else text; a list parameter's value as "
+                            "YAML, e.g. '[32, 64]'); repeat a NAME with --sweep to sweep it")
+    group.add_argument("-f", "--parameters-file", action="append", default=[], metavar="FILE",
+                       help="a YAML file of NAME: VALUE (as papermill -f); -p wins over it")
+    group.add_argument("--sweep", action="store_true",
+                       help="run the workflow once per combination of the values given for a "
+                            "parameter several times: one executed notebook each, and a summary "
+                            "table; steps no swept parameter reaches run once")
+    group.add_argument("--sweep-file", metavar="FILE",
+                       help="a YAML file of NAME: [VALUE, ...] to sweep (implies --sweep)")
+    group.add_argument("--sweep-method", choices=("nested_crossproduct", "dotproduct"),
+                       default="nested_crossproduct",
+                       help="nested_crossproduct (the default): every combination; dotproduct: "
+                            "the first values together, then the second, ... (CWL scatter "
+                            "methods)")
 
 
 def _output_options(parser: argparse.ArgumentParser, required: bool) -> None:
@@ -269,6 +299,8 @@ def _dispatch(args: argparse.Namespace) -> int:
                              resources=tuple(getattr(args, "resources", ())),
                              image=getattr(args, "image", None), chart=getattr(args, "chart", None),
                              deployment_file=getattr(args, "deployment_file", None))
+    if args.command == "run" and (args.sweep or args.sweep_file):
+        options = replace(options, swept=_swept_names(args))
     if args.command == "export":
         return _export(args, options)
     if args.command == "calibrate":
@@ -386,6 +418,7 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
         from nb2cwl.api import compile_to_directory
 
         workflow, _ = compile_to_directory(args.notebook, out_dir, options)
+        config, values = _run_config(args, workflow, out_dir)
         with shield():
             server.start(out_dir, options.python, engine.env)
         _warn(workflow)
@@ -400,15 +433,56 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
                                  "compiling; nothing ran", signum) from None
         raise
     summary = run_workflow(workflow, out_dir, quiet=args.quiet, debug=args.debug,
-                           engine=engine, cache=not args.no_cache)
+                           engine=engine, cache=not args.no_cache, config=config)
     print(f"finished in {summary.seconds:.1f} s: {len(workflow.steps)} steps")
-    print(f"executed notebook: {summary.executed_notebook}")
+    if values is not None and values.swept:
+        from nb2cwl.sweep_summary import summary_table
+
+        table, csv_path = summary_table(summary.executed_notebooks, list(values.swept),
+                                        summary.results_dir)
+        print(table)
+        print(f"{len(summary.executed_notebooks)} executed notebooks in {summary.results_dir}; "
+              f"this table: {csv_path}")
+    else:
+        print(f"executed notebook: {summary.executed_notebook}")
     if summary.written_files:
         shown = ", ".join(summary.written_files[:10])
         more = "" if len(summary.written_files) <= 10 else f" (+{len(summary.written_files) - 10})"
         print(f"files written by the cells: {shown}{more} "
               f"(in {os.path.join(summary.results_dir, 'written-files')})")
     return 0
+
+
+def _swept_names(args: argparse.Namespace) -> tuple[str, ...]:
+    """The parameters a sweep varies (known before compiling: steps they do not reach then
+    stay apart from those they do, and run once)."""
+    names = [name for name, _ in args.parameter]
+    repeated = {name for name in names if names.count(name) > 1}
+    if args.sweep_file:
+        from nb2cwl.errors import Location
+        from nb2cwl.parameter_values import yaml_mapping
+
+        repeated |= set(yaml_mapping(args.sweep_file, Location(os.path.basename(args.notebook))))
+    return tuple(sorted(repeated))
+
+
+def _run_config(args: argparse.Namespace, workflow: Workflow, out_dir: str
+                ) -> tuple[str | None, RunValues | None]:
+    """The StreamFlow config of a run with its own parameter values (None: the compiled one)."""
+    pairs = [tuple(pair) for pair in getattr(args, "parameter", [])]
+    files = getattr(args, "parameters_file", [])
+    sweep_file = getattr(args, "sweep_file", None)
+    if not (pairs or files or sweep_file or getattr(args, "sweep", False)):
+        return None, None
+    from nb2cwl.backends.writer import write_run_files
+    from nb2cwl.parameter_values import read_values
+
+    values = read_values(workflow, pairs, files, args.sweep, sweep_file, args.sweep_method)
+    config = write_run_files(workflow, out_dir, values.fixed, values.swept, values.method)
+    if values.swept and not args.quiet:
+        print(f"sweep: {len(values.combinations())} combinations of "
+              + ", ".join(values.swept) + f" ({values.method})")
+    return config, values
 
 
 def _warn(workflow: Workflow) -> None:

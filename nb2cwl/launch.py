@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nb2cwl.backends.naming import executed_name
+from nb2cwl.backends.naming import EXECUTED_SUFFIX, executed_name
 from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE
 from nb2cwl.engine import PARENT_ENV
 from nb2cwl.errors import RunError, RunInterrupted
@@ -50,6 +50,7 @@ class RunSummary:
     seconds: float
     steps_done: list[str] = field(default_factory=list)
     written_files: list[str] = field(default_factory=list)
+    executed_notebooks: list[str] = field(default_factory=list)  # one per sweep combination
 
 
 def next_results_dir(out_dir: str) -> str:
@@ -180,8 +181,9 @@ class StepServer:
 
 def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                  debug: bool = False, engine: Engine | None = None,
-                 cache: bool = True) -> RunSummary:
-    """Run `out_dir/streamflow.yml`; raise RunError with the failing cell when a step fails.
+                 cache: bool = True, config: str | None = None) -> RunSummary:
+    """Run `out_dir/streamflow.yml` (or `config`: another job's, a sweep's); raise RunError with
+    the failing cell when a step fails.
 
     A signal (Stopped) or KeyboardInterrupt stops StreamFlow and everything it started, then
     raises RunInterrupted; so does any other exception, which is then raised again.
@@ -193,7 +195,7 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     try:
         engine = engine or Engine(os.path.join(out_dir, CACHE_DIR) if cache else None)
         results = next_results_dir(out_dir)
-        config = os.path.join(out_dir, "streamflow.yml")
+        config = config or os.path.join(out_dir, "streamflow.yml")
         engine.start(["run", "--outdir", results, config], deployment_kinds(config))
         for line in engine.log():
             log.append(line)
@@ -219,17 +221,20 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     seconds = time.monotonic() - start
     if status != 0:
         raise RunError(_failure(log, status))
+    notebooks = sorted(str(p) for p in Path(results).glob(f"*{EXECUTED_SUFFIX}"))
     notebook = os.path.join(results, executed_name(workflow))
-    failure = _failure_in(notebook)
-    if failure:
-        raise RunError(f"{failure.removeprefix('nb2cwl: ')}\nthe executed notebook, up to that "
-                       f"cell, is {notebook}")
+    for executed in notebooks:
+        failure = _failure_in(executed)
+        if failure:
+            raise RunError(f"{failure.removeprefix('nb2cwl: ')}\nthe executed notebook, up to "
+                           f"that cell, is {executed}")
     written_root = os.path.join(results, "written-files")
     written = sorted(
         os.path.relpath(os.path.join(d, f), written_root)
         for d, _, fs in os.walk(written_root) for f in fs
     )
-    return RunSummary(results, notebook, seconds, done, written)
+    return RunSummary(results, notebook if notebook in notebooks else notebooks[0], seconds,
+                      done, written, notebooks)
 
 
 def _signum(stop: KeyboardInterrupt) -> int:

@@ -25,3 +25,4 @@ class CompileOptions:
     image: str | None = None  # container image of the docker and helm deployments
     chart: str | None = None  # Helm chart of the helm deployments
     deployment_file: str | None = None  # YAML with the user's StreamFlow deployments
+    swept: tuple[str, ...] = ()  # parameters a sweep runs with several values (nb2cwl run)

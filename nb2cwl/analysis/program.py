@@ -20,8 +20,14 @@ from nb2cwl.analysis.state import Definition, NamespaceState
 from nb2cwl.analysis.training import TrainingSite, find_seed, find_training
 from nb2cwl.analysis.walker import BUILTIN_NAMES, EffectWalker
 from nb2cwl.errors import AnalysisError, Diagnostic
-from nb2cwl.frontend.directives import CellDirectives, read_directives
+from nb2cwl.frontend.directives import (
+    TAG_SKIP,
+    CellDirectives,
+    kale_continuation,
+    read_directives,
+)
 from nb2cwl.frontend.model import Cell, Notebook
+from nb2cwl.frontend.parameters import INJECTED_TAG
 
 _DEF_STATEMENTS = (nodes.Import, nodes.ImportFrom, nodes.FunctionDef, nodes.AsyncFunctionDef,
                    nodes.ClassDef)
@@ -60,7 +66,17 @@ class NotebookAnalysis:
 def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
     """Run the effect analysis over every code cell of `notebook`, top to bottom."""
     diagnostics: list[Diagnostic] = []
-    directives = {c.index: read_directives(c, notebook.name) for c in notebook.code_cells}
+    directives = kale_continuation(
+        list(notebook.code_cells),
+        {c.index: read_directives(c, notebook.name) for c in notebook.code_cells})
+    if notebook.parameters is not None:  # papermill's output as input: its injected cell is
+        for cell in notebook.code_cells:  # replaced by the run's values, as papermill does
+            if INJECTED_TAG in cell.tags and not directives[cell.index].skip:
+                directives[cell.index] = replace(directives[cell.index], skip=True)
+                diagnostics.append(Diagnostic(
+                    "injected-parameters", "a cell papermill injected earlier: not run, the "
+                    "run's values are assigned after the parameters cell instead",
+                    notebook.location(cell), "note"))
     active = [c for c in notebook.code_cells if not directives[c.index].skip]
     module, spans, offsets = _whole_module(active)
     inferrer = AstroidInferrer()
@@ -75,8 +91,11 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
             if body is None:  # the cell could not be placed in the whole module: parse alone
                 body = astroid.parse(cell.code, module_name=f"cell_{cell.index}").body
                 offset = 0
+            parameters = ({p.name: p.line for p in notebook.parameters.parameters}
+                          if notebook.parameters is not None
+                          and notebook.parameters.cell_index == cell.index else {})
             analysis = _analyse_cell(cell, directives[cell.index], body, state, inferrer,
-                                     offset, assigned)
+                                     offset, assigned, parameters)
         except RecursionError:
             raise AnalysisError("the cell is nested too deeply to analyse; split it into "
                                 "smaller expressions or functions",
@@ -89,8 +108,9 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
     del module
     kernel_history([(a.cell, a.effects) for a in results])
     for cell in notebook.code_cells:
-        if directives[cell.index].skip:
-            diagnostics.append(Diagnostic("skipped", "cell skipped (tag nb2cwl:skip)",
+        if directives[cell.index].skip and INJECTED_TAG not in cell.tags:
+            tag = "skip" if "skip" in cell.tags and TAG_SKIP not in cell.tags else TAG_SKIP
+            diagnostics.append(Diagnostic("skipped", f"cell skipped (tag {tag})",
                                           notebook.location(cell), "note"))
     for analysis in results:
         for line, why in analysis.effects.skipped_magics:
@@ -107,7 +127,9 @@ def _analyse_cell(
     inferrer: AstroidInferrer,
     offset: int,
     assigned: set[str],
+    parameters: dict[str, int] | None = None,
 ) -> CellAnalysis:
+    """`parameters`: the notebook's parameters this cell declares, by name, with their line."""
     walker = EffectWalker(state, cell.index, inferrer)
     settings: list[Setting] = []
     replayable_statements = 0
@@ -123,7 +145,8 @@ def _analyse_cell(
                 skeleton = found
             elif isinstance(found, Blocked):
                 blocked.append(found)
-        definition = _replayable(stmt, state, cell.index, number, walker)
+        definition = (_parameter(stmt, cell.index, number, offset, parameters)
+                      or _replayable(stmt, state, cell.index, number, walker))
         before, changed = snapshot(walker.fx), len(walker.fx.state_changes)
         walker.statement(stmt)
         changes = walker.fx.state_changes[changed:]
@@ -209,6 +232,26 @@ def _apply_directives(directives: CellDirectives, effects: Effects) -> dict[str,
     effects.file_reads |= set(directives.declared_in_files)
     effects.writes |= set(directives.declared_out)
     return notes
+
+
+def _parameter(stmt: nodes.NodeNG, cell_index: int, number: int, offset: int,
+               parameters: dict[str, int] | None) -> Definition | None:
+    """The assignment that declares a parameter: every step that reads it assigns the run's
+    value instead (and so does the step running the parameters cell, right after it)."""
+    if not parameters:
+        return None
+    if isinstance(stmt, nodes.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+    elif isinstance(stmt, nodes.AnnAssign) and stmt.value is not None:
+        target = stmt.target
+    else:
+        return None
+    if not isinstance(target, nodes.AssignName) or target.name not in parameters:
+        return None
+    if stmt.lineno - offset != parameters[target.name]:
+        return None  # an earlier assignment of the same name: the last one is the parameter
+    return Definition(f"{cell_index}:{number}", cell_index, (target.name,), stmt.as_string(),
+                      parameter=target.name)
 
 
 def _replayable(

@@ -22,6 +22,7 @@ class Definition:
     code: str
     requires: tuple[Definition, ...] = ()
     star: bool = False
+    parameter: str | None = None  # a parameter of the notebook: replayed with the run's value
 
 
 @dataclass

@@ -891,9 +891,15 @@ def _parameters(path: Path) -> tuple[Parameter, ...]:
     for direction, key in (("input", "inputs"), ("output", "outputs")):
         for item in document.get(key, []):
             kind = item.get("type")
+            if isinstance(kind, dict):  # a list parameter: its items' type
+                kind = kind.get("items")
+            description = str(item.get("label") or "")
+            if item.get("doc"):  # a notebook parameter: where it is declared
+                description = f"notebook parameter {description}, declared in {item['doc']}"
+            default = item.get("default")
             found.append(Parameter(direction, str(item["id"]),
-                                   kind if isinstance(kind, str) else "Text",
-                                   str(item.get("label") or "")))
+                                   kind if isinstance(kind, str) else "Text", description,
+                                   None if default is None else json.dumps(default)))
     return tuple(found)
 
 

@@ -54,6 +54,7 @@ class Parameter:
     name: str
     type: str  # the CWL type
     description: str = ""
+    default: str | None = None  # its default value, as JSON
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,8 @@ def write_crate(root: Path, info: CrateDescription) -> None:
             "@type": "FormalParameter", "name": p.name,
             "additionalType": _PARAMETER_TYPES.get(p.type, "Text"),
             "conformsTo": {"@id": BIOSCHEMAS_PARAMETER},
-            **({"description": p.description} if p.description else {})}))
+            **({"description": p.description} if p.description else {}),
+            **({"defaultValue": p.default} if p.default is not None else {})}))
             for p in info.parameters if p.direction == direction]
         if entities:
             workflow[direction] = _one_or_many(entities)

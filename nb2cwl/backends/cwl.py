@@ -6,7 +6,11 @@ from typing import Any
 
 from cwl_utils.parser import cwl_v1_2 as cwl
 
-from nb2cwl.backends.naming import executed_name  # noqa: F401  (re-exported)
+from nb2cwl.backends import parameters
+from nb2cwl.backends.naming import (
+    EXECUTED_SUFFIX,
+    executed_name,  # noqa: F401  (re-exported)
+)
 from nb2cwl.backends.resources import gpu_hints, resource_requirement, with_namespaces
 from nb2cwl.backends.step_scripts import file_plan
 from nb2cwl.ir.model import Step, Workflow, carries_value
@@ -36,6 +40,7 @@ def step_tool(workflow: Workflow, step: Step, python: str,
             id=port, type_=_port_type(port, workflow),
             inputBinding=cwl.CommandLineBinding(position=2, prefix=prefix)))
     inputs += _skeleton_inputs(step)
+    inputs += parameters.step_inputs(workflow, step.parameters)
     outputs = [cwl.CommandOutputParameter(
         id="report", type_="File", outputBinding=cwl.CommandOutputBinding(glob=REPORT_GLOB))]
     if has_values(step):
@@ -60,7 +65,8 @@ def step_tool(workflow: Workflow, step: Step, python: str,
         baseCommand=interpreter(python, local),
         inputs=inputs,
         outputs=outputs,
-        requirements=[resource_requirement(step.resources)],
+        requirements=[resource_requirement(step.resources)]
+        + ([parameters.values_requirement()] if step.parameters else []),
         hints=gpu_hints(step.resources),
     )
 
@@ -152,23 +158,31 @@ def assemble_tool(workflow: Workflow, python: str,
             type_=["null", cwl.CommandInputArraySchema(items="File", type_="array")],
             inputBinding=cwl.CommandLineBinding(position=4, prefix="--reports")),
     ]
+    names = tuple(p.name for p in workflow.parameters)  # for its injected-parameters cell
+    inputs += parameters.step_inputs(workflow, names)
+    if names:  # in a sweep, each combination's notebook is named by its swept values
+        inputs.append(cwl.CommandInputParameter(
+            id="name_by", type_=["null", cwl.CommandInputArraySchema(items="string",
+                                                                     type_="array")],
+            inputBinding=cwl.CommandLineBinding(position=6, prefix="--name-by")))
     outputs = [cwl.CommandOutputParameter(
         id="executed_notebook", type_="File",
-        outputBinding=cwl.CommandOutputBinding(glob="$(inputs.output_name)"))]
+        outputBinding=cwl.CommandOutputBinding(glob=f"*{EXECUTED_SUFFIX}"))]
     if any(s.writes_files for s in workflow.steps):
         inputs.append(cwl.CommandInputParameter(
             id="files", type_=cwl.CommandInputArraySchema(items="Directory", type_="array"),
             inputBinding=cwl.CommandLineBinding(position=5, prefix="--files")))
         outputs.append(cwl.CommandOutputParameter(
             id="written_files", type_="Directory",
-            outputBinding=cwl.CommandOutputBinding(glob="written-files")))
+            outputBinding=cwl.CommandOutputBinding(glob="written-files*")))
     return cwl.CommandLineTool(
         cwlVersion="v1.2",
         label=f"{workflow.notebook_name}: assemble the executed notebook",
         baseCommand=interpreter(python, local),
         inputs=inputs,
         outputs=outputs,
-        requirements=[cwl.ResourceRequirement(coresMin=1)],
+        requirements=[cwl.ResourceRequirement(coresMin=1)]
+        + ([parameters.values_requirement()] if names else []),
     )
 
 
@@ -183,6 +197,7 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
     for number, (path, kind) in enumerate(workflow.external_files):
         inputs.append(cwl.WorkflowInputParameter(id=f"external_{number}", type_=kind,
                                                  label=path))
+    inputs += parameters.workflow_inputs(workflow)
     steps = []
     for step in workflow.steps:
         inputs.append(cwl.WorkflowInputParameter(id=f"script_{step.name}", type_="File"))
@@ -197,6 +212,7 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
                 kind, producer = port.split("_", 1)
                 source = f"{producer}/{kind}"
             wiring.append(cwl.WorkflowStepInput(id=port, source=source))
+        wiring += parameters.step_wiring(workflow, step.parameters)
         out = ["report"]
         if has_values(step):
             out.append("values")
@@ -228,6 +244,7 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
         cwl.WorkflowStepInput(id="runtime", source="runtime"),
         cwl.WorkflowStepInput(id="notebook", source="notebook"),
         cwl.WorkflowStepInput(id="output_name", source="executed_name"),
+        *parameters.step_wiring(workflow, tuple(p.name for p in workflow.parameters)),
     ]
     reporting = [s for s in workflow.steps if s.role != "map"]
     if reporting:

@@ -105,7 +105,7 @@ def bind_steps(workflow: Workflow, options: CompileOptions) -> Workflow:
     steps = []
     for step in workflow.steps:
         needs = next((r for p, r in resources if _matches(p, step, gpu=_hinted_gpu(step))),
-                     Resources())
+                     step.resources)  # the notebook's own (Kale's limit:nvidia.com/gpu:N)
         if _hinted_gpu(step) and not needs.gpus:
             needs = replace(needs, gpus=1)
         step = replace(step, resources=needs)

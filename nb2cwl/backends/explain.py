@@ -31,6 +31,7 @@ def explain_data(workflow: Workflow) -> dict[str, Any]:
             "outputs": list(s.outputs),
             "depends_on": list(s.depends_on()),
             "replays": list(s.replay),
+            "parameters": list(s.parameters),
             "target": s.target,
             "reasons": list(s.reasons),
         }
@@ -49,6 +50,8 @@ def explain_data(workflow: Workflow) -> dict[str, Any]:
                       "changes": list(s.kinds), "replayed_once_imported": list(s.owners)}
                      for s in workflow.settings],
         "skipped_magics": list(workflow.skipped_magics),
+        "parameters": [{"name": p.name, "type": p.type, "default": p.default,
+                        "cell": p.cell_index, "line": p.line} for p in workflow.parameters],
         "runtime": RUNTIME,
         "diagnostics": [d.to_json() for d in workflow.diagnostics],
     }
@@ -64,6 +67,10 @@ RUNTIME = ("each step runs its cells with IPython's own shell, as the Jupyter ke
 def explain_text(workflow: Workflow) -> str:
     """Human-readable explanation."""
     lines = [f"{workflow.notebook_name}: {len(workflow.steps)} steps", f"({RUNTIME})"]
+    if workflow.parameters:
+        lines.append(f"\ninputs (parameters cell {workflow.parameter_cell}; nb2cwl run -p NAME "
+                     "VALUE, or job.yml):")
+        lines += [f"  {p.name}: {p.type} = {p.default!r}" for p in workflow.parameters]
     for step in workflow.steps:
         cells = ", ".join(str(c.index) for c in step.cells)
         after = ", ".join(step.depends_on()) or "nothing (can start at once)"
@@ -72,6 +79,8 @@ def explain_text(workflow: Workflow) -> str:
             origin = (f"cell {item.producer_cell} ({item.producer})" if item.producer
                       else "beside the notebook (workflow input)")
             lines.append(f"  needs {item.var:<24} from {origin}")
+        if step.parameters:
+            lines.append(f"  takes parameters {', '.join(step.parameters)}")
         if step.replay:
             lines.append(f"  replays definitions {', '.join(step.replay)}")
         for reason in step.reasons:

@@ -12,6 +12,10 @@ def workflow_graph(workflow: Workflow) -> tuple[list[GraphNode], list[GraphEdge]
     edges: list[GraphEdge] = []
     for number, (path, _) in enumerate(workflow.external_files):
         nodes.append(GraphNode(f"external_{number}", path, "input"))
+    for parameter in workflow.parameters:  # the workflow's inputs, with type and default
+        nodes.append(GraphNode(f"parameter_{parameter.name}",
+                               f"{parameter.name}: {parameter.type}\n= {parameter.default!r}",
+                               "input"))
     for step in workflow.steps:
         cells = ", ".join(str(c.index) for c in step.cells)
         scatter = ""
@@ -31,6 +35,8 @@ def workflow_graph(workflow: Workflow) -> tuple[list[GraphNode], list[GraphEdge]
             else:
                 continue
             by_source.setdefault(source, []).append(item.var.removeprefix("skeleton:"))
+        for name in step.parameters:
+            by_source.setdefault(f"parameter_{name}", []).append(name)
         for source, names in sorted(by_source.items()):
             edges.append(GraphEdge(source, step.name, ", ".join(sorted(names))))
     nodes.append(GraphNode("executed_notebook", "executed notebook", "output"))

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from nb2cwl.backends.cwl import executed_name
+from nb2cwl.backends.parameters import job_values
 from nb2cwl.ir.model import Workflow
 
 
@@ -23,4 +24,5 @@ def job_document(workflow: Workflow, out_dir: str, runtime: str, notebook: str) 
     for number, (path, kind) in enumerate(workflow.external_files):
         location = os.path.relpath(os.path.join(notebook_dir, path), os.path.abspath(out_dir))
         job[f"external_{number}"] = {"class": kind, "path": location}
+    job.update(job_values(workflow, out_dir))
     return job

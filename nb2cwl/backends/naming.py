@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from nb2cwl.ir.model import Workflow
 
+EXECUTED_SUFFIX = ".executed.ipynb"
+
 
 def executed_name(workflow: Workflow) -> str:
-    """File name of the executed notebook the workflow produces."""
+    """File name of the executed notebook the workflow produces (a sweep's combinations add
+    their values: NAME@lr=0.1,batch=32.executed.ipynb)."""
     stem = workflow.notebook_name.rsplit(".", 1)[0]
-    return f"{stem}.executed.ipynb"
+    return f"{stem}{EXECUTED_SUFFIX}"
 
 
 def notebook_file_name(workflow: Workflow) -> str:

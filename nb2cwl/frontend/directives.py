@@ -1,15 +1,27 @@
-"""User directives on cells: nb2cwl tags and Jupyter-Workflow `workflow` metadata."""
+"""User directives on cells: nb2cwl tags, Kale's tags and Jupyter-Workflow `workflow` metadata.
+
+Kale's tags mean here what they mean there, where they mean something: `skip` (not run),
+`step:NAME` or the older `block:NAME` (the cells of NAME run as one step; an untagged cell after
+one belongs to the same step, as in Kale), `prev:NAME` (Kale's declared order: nb2cwl infers
+its own and says where they disagree), `limit:nvidia.com/gpu:N` (the step needs N GPUs),
+`pipeline-parameters` (the parameters cell) and `pipeline-metrics` (what a sweep reports).
+`imports` and `functions` cells need nothing: their definitions are replayed where used.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from nb2cwl.errors import DirectiveError, Location
 from nb2cwl.frontend.model import Cell
 
 TAG_SKIP = "nb2cwl:skip"
 TAG_STEP = "nb2cwl:step="
+KALE_STEP = ("step:", "block:")
+KALE_PREV = "prev:"
+KALE_GPU = "limit:nvidia.com/gpu:"
+KALE_OWN = ("skip", "imports", "functions", "pipeline-parameters", "pipeline-metrics")
 
 
 @dataclass(frozen=True)
@@ -25,21 +37,27 @@ class CellDirectives:
     scatter: tuple[str, ...] = ()  # names Jupyter-Workflow asks to scatter over
     target: str | None = None  # deployment name from Jupyter-Workflow target
     notes: tuple[str, ...] = field(default=())
+    kale_step: str | None = None  # Kale's step:NAME (or block:NAME)
+    kale_prev: tuple[str, ...] = ()  # Kale's prev:NAME tags
+    kale_role: str | None = None  # skip, imports, functions, pipeline-parameters, -metrics
+    gpus: int = 0  # Kale's limit:nvidia.com/gpu:N
 
 
 def read_directives(cell: Cell, notebook: str) -> CellDirectives:
     """Parse the tags and `workflow` metadata of `cell`; raise DirectiveError when malformed."""
     where = Location(notebook, cell.index, cell.cell_id)
-    skip = TAG_SKIP in cell.tags
+    kale = _kale(cell.tags, where)
+    skip = TAG_SKIP in cell.tags or kale["kale_role"] == "skip"
     names = [t[len(TAG_STEP):].strip() for t in cell.tags if t.startswith(TAG_STEP)]
     if len(set(names)) > 1:
         raise DirectiveError(f"the cell has several nb2cwl:step= tags: {', '.join(names)}", where)
     step_name = names[0] if names else None
     if step_name == "":
         raise DirectiveError("the tag nb2cwl:step= needs a name, e.g. nb2cwl:step=train", where)
+    step_name = step_name or kale["kale_step"]
     workflow = cell.metadata.get("workflow")
     if workflow is None:
-        return CellDirectives(skip=skip, step_name=step_name)
+        return CellDirectives(skip=skip, step_name=step_name, **kale)
     if not isinstance(workflow, dict):
         raise DirectiveError("the 'workflow' metadata must be an object", where)
     step = workflow.get("step", {}) or {}
@@ -62,7 +80,48 @@ def read_directives(cell: Cell, notebook: str) -> CellDirectives:
         if not isinstance(model, str) or not model:
             raise DirectiveError("'workflow.target' needs a deployment (or model) name", where)
         target_name = model
-    return CellDirectives(skip, step_name, ins, in_files, outs, autoin, scatter, target_name)
+    return CellDirectives(skip, step_name, ins, in_files, outs, autoin, scatter, target_name,
+                          **kale)
+
+
+def _kale(tags: tuple[str, ...], where: Location) -> dict:
+    """Kale's tags of a cell, checked."""
+    steps = [t.split(":", 1)[1].strip() for t in tags if t.startswith(KALE_STEP)]
+    if len(set(steps)) > 1:
+        raise DirectiveError(f"the cell has several Kale step tags: {', '.join(steps)}", where)
+    if steps and not steps[0]:
+        raise DirectiveError("Kale's step: tag needs a name, e.g. step:train", where)
+    gpus = 0
+    for tag in tags:
+        if tag.startswith(KALE_GPU):
+            count = tag[len(KALE_GPU):].strip()
+            if not count.isdigit():
+                raise DirectiveError(f"{tag}: the GPU count must be a whole number", where)
+            gpus = int(count)
+    roles = [t for t in tags if t in KALE_OWN]
+    return {"kale_step": steps[0] if steps else None,
+            "kale_prev": tuple(t[len(KALE_PREV):].strip() for t in tags
+                               if t.startswith(KALE_PREV) and t[len(KALE_PREV):].strip()),
+            "kale_role": roles[0] if roles else None,
+            "gpus": gpus}
+
+
+def kale_continuation(cells: list[Cell], directives: dict[int, CellDirectives]
+                      ) -> dict[int, CellDirectives]:
+    """As in Kale, an untagged cell after a cell of step NAME runs in NAME too (only in a
+    notebook that uses Kale's step tags)."""
+    if not any(d.kale_step for d in directives.values()):
+        return directives
+    found = dict(directives)
+    current: str | None = None
+    for cell in cells:
+        own = found[cell.index]
+        if own.kale_step:
+            current = own.kale_step
+        elif (current and own.step_name is None and own.kale_role is None and not own.skip
+              and not any(t.startswith(KALE_PREV) for t in cell.tags)):
+            found[cell.index] = replace(own, step_name=current)
+    return found
 
 
 def _scatter_items(scatter: object, where: Location) -> tuple[str, ...]:

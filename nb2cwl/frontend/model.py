@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from nb2cwl.errors import Location
+
+if TYPE_CHECKING:
+    from nb2cwl.frontend.parameters import ParameterCell
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class Notebook:
     name: str
     cells: tuple[Cell, ...]
     metadata: dict = field(default_factory=dict, hash=False, compare=False)
+    parameters: ParameterCell | None = None  # the cell tagged `parameters`, parsed
 
     @property
     def code_cells(self) -> tuple[Cell, ...]:

@@ -12,6 +12,7 @@ import nbformat
 from nb2cwl.errors import Location, NotebookFormatError
 from nb2cwl.frontend.magics import convert_cell
 from nb2cwl.frontend.model import Cell, Notebook
+from nb2cwl.frontend.parameters import find_parameters
 from nb2cwl.frontend.parse import check_syntax
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
@@ -35,7 +36,9 @@ def read_notebook(path: str) -> Notebook:
     nb = read_document(path)
     _check_kernel(nb, where)
     cells = tuple(_make_cell(nb_cell, index, name) for index, nb_cell in enumerate(nb.cells))
-    notebook = Notebook(path=os.path.abspath(path), name=name, cells=cells, metadata=nb.metadata)
+    parameters = find_parameters(cells, name, os.path.dirname(os.path.abspath(path)))
+    notebook = Notebook(path=os.path.abspath(path), name=name, cells=cells, metadata=nb.metadata,
+                        parameters=parameters)
     if not any(c.is_code and c.source.strip() for c in cells):
         raise NotebookFormatError("the notebook has no code to run (no non-empty code cell)", where)
     return notebook

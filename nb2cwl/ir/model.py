@@ -39,6 +39,27 @@ class Replay:
     names: tuple[str, ...]
     code: str
     requires: tuple[str, ...] = ()  # keys of other Replays needed first
+    parameter: str | None = None  # a notebook parameter: assigned the run's value instead
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """An input of the workflow: a literal assignment of the notebook's parameters cell.
+
+    `type` is a CWL type ("int", "long", "double", "string", "boolean", "File", "Directory",
+    or one of the first five followed by "[]"); `default` is the notebook's value.
+    """
+
+    name: str
+    type: str
+    default: object
+    cell_index: int
+    line: int
+
+    @property
+    def is_path(self) -> bool:
+        """True for File and Directory inputs."""
+        return self.type in ("File", "Directory")
 
 
 @dataclass(frozen=True)
@@ -160,6 +181,7 @@ class Step:
     #                              the split/map/gather steps made from them)
     resources: Resources = Resources()  # cores, memory, GPUs and nodes the step needs
     training: TrainingPlan | None = None  # a training cell run under a tf.distribute strategy
+    parameters: tuple[str, ...] = ()  # the notebook parameters whose run values it needs
 
     @property
     def first_cell(self) -> int:
@@ -228,6 +250,15 @@ class Workflow:
     # cells that are no step of their own (definitions only, comments): a step whose cells
     # surround one runs it in its place, so later cells see the definitions it makes then
     quiet_cells: tuple[CellCode, ...] = ()
+    parameters: tuple[Parameter, ...] = ()  # the workflow's inputs (the parameters cell)
+    parameter_cell: int | None = None  # after it, steps assign the run's parameter values
+
+    def parameter(self, name: str) -> Parameter:
+        """The parameter called `name`."""
+        for parameter in self.parameters:
+            if parameter.name == name:
+                return parameter
+        raise KeyError(name)
 
     def step(self, name: str) -> Step:
         """The step called `name`."""

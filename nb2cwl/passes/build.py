@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nb2cwl.analysis.dataflow import Dataflow
 from nb2cwl.analysis.skeletons import MapSkeleton
-from nb2cwl.errors import DirectiveError
+from nb2cwl.errors import Diagnostic, DirectiveError
 from nb2cwl.frontend.directives import notebook_deployments
 from nb2cwl.frontend.reader import safe_name
 from nb2cwl.ir.model import (
@@ -13,7 +13,9 @@ from nb2cwl.ir.model import (
     Edge,
     Fallback,
     MapPlan,
+    Parameter,
     Replay,
+    Resources,
     Setting,
     Step,
     StepInput,
@@ -59,6 +61,9 @@ def build_workflow(flow: Dataflow) -> Workflow:
     views = _cell_views(flow, step_of)
     steps.sort(key=lambda s: s.first_cell)
     diagnostics = list(flow.diagnostics)
+    if notebook.parameters is not None:
+        diagnostics += notebook.parameters.notes
+    diagnostics += _kale_order(flow, steps)
     sequential = [Fallback(c.index, f"line {c.analysis.skeleton.line}: the loop runs "
                                     f"sequentially: its cell shares step {step_of[c.index]} "
                                     "with other cells (see that step's reasons)")
@@ -89,7 +94,41 @@ def build_workflow(flow: Dataflow) -> Workflow:
                                      for m in _skipped(c.analysis.effects.skipped_magics)})),
         notebook_deployments=notebook_deployments(notebook.metadata, notebook.name),
         quiet_cells=quiet,
+        parameters=_workflow_parameters(notebook),
+        parameter_cell=notebook.parameters.cell_index if notebook.parameters else None,
     )
+
+
+def _workflow_parameters(notebook) -> tuple[Parameter, ...]:
+    if notebook.parameters is None:
+        return ()
+    cell = notebook.parameters.cell_index
+    return tuple(Parameter(p.name, p.type, p.default, cell, p.line)
+                 for p in notebook.parameters.parameters)
+
+
+def _kale_order(flow: Dataflow, steps: list[Step]) -> list[Diagnostic]:
+    """Where Kale's prev: tags and the inferred dependencies of a Kale step disagree."""
+    notes: list[Diagnostic] = []
+    by_cell = {cell.index: step for step in steps for cell in step.cells}
+    kale_of = {step.name: flow.cell(step.first_cell).analysis.directives.kale_step
+               for step in steps}
+    for cell_flow in flow.cells:
+        directives = cell_flow.analysis.directives
+        if not directives.kale_prev or cell_flow.index not in by_cell:
+            continue
+        step = by_cell[cell_flow.index]
+        needs = sorted({kale_of.get(p) or p for p in step.depends_on()})
+        declared = sorted(set(directives.kale_prev))
+        if needs == declared:
+            continue
+        found = ", ".join(needs) or "nothing from another step"
+        notes.append(Diagnostic(
+            "kale-prev", f"Kale's prev: tags say step {directives.kale_step or step.name} "
+            f"follows {', '.join(declared)}; nb2cwl finds it needs {found}, and orders the "
+            "steps by what they need", flow.analysis.notebook.location(cell_flow.analysis.cell),
+            "note"))
+    return notes
 
 
 def _skipped(found: list[tuple[int, str]]) -> list[str]:
@@ -203,9 +242,26 @@ def _make_step(
     kept_groups = tuple(g for g in sorted(groups) if len(set(g) & outputs) > 1)
     plan = _plan(cells[0].analysis.skeleton) if len(cells) == 1 else None
     training = None if name == WHOLE_NOTEBOOK else _training(cells, flow)
+    gpus = max(c.analysis.directives.gpus for c in cells)  # Kale's limit:nvidia.com/gpu:N
     return Step(name, code, tuple(sorted(inputs.values(), key=lambda i: i.var)),
                 tuple(sorted(outputs)), tuple(replay), kept_groups, writes_files, sees_all,
-                target, reasons, plan=plan, training=training)
+                target, reasons, plan=plan, training=training,
+                parameters=_parameters_needed(cells, flow),
+                resources=Resources(gpus=gpus) if gpus else Resources())
+
+
+def _parameters_needed(cells: list, flow: Dataflow) -> tuple[str, ...]:
+    """The parameters whose run values the step assigns: those it replays, and, when it runs
+    the parameters cell itself, those its cells read after it."""
+    declared = flow.analysis.notebook.parameters
+    if declared is None:
+        return ()
+    names = {p.name for p in declared.parameters}
+    needed = {d.parameter for c in cells for d in c.replay if d.parameter is not None}
+    if any(c.index == declared.cell_index for c in cells):
+        needed |= {name for c in cells if c.index > declared.cell_index
+                   for name in c.analysis.effects.reads & names}
+    return tuple(p.name for p in declared.parameters if p.name in needed)
 
 
 def _training(cells: list, flow: Dataflow) -> TrainingPlan | None:
@@ -304,7 +360,8 @@ def _collect_replay(definition, into: dict[str, Replay]) -> None:
     for required in definition.requires:
         _collect_replay(required, into)
     into[definition.key] = Replay(definition.key, definition.cell_index, definition.names,
-                                  definition.code, tuple(r.key for r in definition.requires))
+                                  definition.code, tuple(r.key for r in definition.requires),
+                                  definition.parameter)
 
 
 def _replay_position(replay: Replay) -> tuple[int, int]:

@@ -25,17 +25,21 @@ TAGGED = "step_"  # prefix of the steps named by nb2cwl:step= tags (passes/build
 
 
 def partition(workflow: Workflow, costs: Mapping[str, Costs], default: Costs,
-              profile: Profile | None = None, granularity: str = "auto") -> Workflow:
-    """Fuse the steps no boundary pays for (see the module docstring)."""
+              profile: Profile | None = None, granularity: str = "auto",
+              swept: tuple[str, ...] = ()) -> Workflow:
+    """Fuse the steps no boundary pays for (see the module docstring). In a sweep over the
+    parameters `swept`, steps they reach never fuse with steps they do not: those run once."""
     if granularity == "cell" or len(workflow.steps) < 2:
         return embed_quiet_cells(workflow)
     steps = sorted(workflow.steps, key=lambda s: s.first_cell)
     apart = _standing_apart(workflow, steps, costs, default)
+    reached = _reached(workflow, set(swept))
     segments: list[list[Step]] = []
     for step in steps:
         alone = step.name in apart
         if (alone or not segments or segments[-1][0].name in apart
                 or _placement(segments[-1][0]) != _placement(step)
+                or (segments[-1][0].name in reached) != (step.name in reached)
                 or _inside_span(step, apart, workflow)):
             segments.append([step])
         else:
@@ -100,6 +104,19 @@ def _standing_apart(workflow: Workflow, steps: list[Step], costs: Mapping[str, C
                                  f"{boundary.step_seconds:.2g} s here, so about {gain:.2g} s "
                                  "gained")
     return reasons
+
+
+def _reached(workflow: Workflow, swept: set[str]) -> set[str]:
+    """The steps a swept parameter reaches: those that take its value, and every step that
+    takes something from one of them."""
+    if not swept:
+        return set()
+    reached: set[str] = set()
+    for name in topological_order(workflow):
+        step = workflow.step(name)
+        if swept & set(step.parameters) or reached & set(step.depends_on()):
+            reached.add(name)
+    return reached
 
 
 def _ancestors(workflow: Workflow) -> dict[str, int]:
@@ -189,6 +206,8 @@ def _merge(segment: list[Step], workflow: Workflow, costs: Mapping[str, Costs],
         target=first.target,
         reasons=tuple(reasons),
         resources=first.resources,
+        parameters=tuple(p.name for p in workflow.parameters
+                         if any(p.name in s.parameters for s in segment)),
     )
 
 

@@ -10,18 +10,27 @@ from typing import Any
 
 from .arguments import parse_arguments
 from .failure import MARKER
+from .parameters import VALUES_FILE, given_path
+
+INJECTED_TAG = "injected-parameters"
 
 
-def assemble(argv: list[str]) -> int:
-    """Write the executed notebook (and merged files) into the working directory."""
+def assemble(argv: list[str], spec: dict[str, Any] | None = None) -> int:
+    """Write the executed notebook (and merged files) into the working directory.
+
+    `spec["parameters"]`: the notebook's parameters; when the run's values differ from the
+    notebook's, an injected-parameters cell shows them after the parameters cell, as papermill
+    shows them."""
     args = parse_arguments(argv)
     with open(args["notebook"][0], encoding="utf-8") as handle:
         notebook: dict[str, Any] = json.load(handle)
     results: dict[int, dict[str, Any]] = {}
     failures: list[tuple[int, str]] = []
+    reports = []
     for path in args.get("reports", []):
         with open(path, encoding="utf-8") as handle:
             report = json.load(handle)
+        reports.append(report)
         for cell in report["cells"]:
             results[cell["index"]] = cell
         if "failed_cell" in report:
@@ -39,14 +48,72 @@ def assemble(argv: list[str]) -> int:
         notebook.setdefault("metadata", {})["nb2cwl"] = {"failed_cell": failed[0],
                                                          "error": failed[1]}
         sys.stderr.write(failed[1] + "\n")
-    name = args["output"][0]
+    declared = (spec or {}).get("parameters")
+    name, merged = args["output"][0], "written-files"
+    if declared:
+        values = _inject(notebook, declared)
+        _check_combination(reports, values)
+        if args.get("name-by"):  # a combination of a sweep
+            combination = ",".join(f"{key}={_safe(values[key])}" for key in args["name-by"])
+            name = name.replace(".executed.ipynb", f"@{combination}.executed.ipynb")
+            merged = f"written-files@{combination}"
     with open(name, "w", encoding="utf-8") as handle:
         json.dump(notebook, handle, indent=1, ensure_ascii=False, sort_keys=True)
         handle.write("\n")
-    merged = "written-files"
     os.makedirs(merged, exist_ok=True)
     for folder in args.get("files", []):
         if os.path.isdir(folder):
             shutil.copytree(folder, merged, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns(MARKER))
     return 0
+
+
+def _check_combination(reports: list[dict[str, Any]], values: dict[str, Any]) -> None:
+    """Every step's report was made with this run's parameter values: never assemble one
+    combination of a sweep from another's results (raise instead)."""
+    for report in reports:
+        for name, used in (report.get("parameters") or {}).items():
+            if name in values and used != values[name]:
+                raise SystemExit(
+                    f"nb2cwl: the engine handed the assembler of the run with {name}="
+                    f"{values[name]!r} the results of step {report.get('step')}, which ran "
+                    f"with {name}={used!r}; refusing to write a notebook that mixes runs")
+
+
+def _safe(value: Any) -> str:
+    """A value as a part of a file name."""
+    text = "".join(c if c.isalnum() or c in ".-_" else "_" for c in str(value))
+    return text[:40] or "_"
+
+
+def _inject(notebook: dict[str, Any], declared: dict[str, Any]) -> dict[str, Any]:
+    """The run's parameter values: in the notebook's metadata, and as papermill's injected cell
+    after the parameters cell when they are not the notebook's own."""
+    with open(VALUES_FILE, encoding="utf-8") as handle:
+        raw = json.load(handle)
+    values: dict[str, Any] = {}
+    for name in declared["names"]:
+        kind = declared["types"][name]
+        if kind in ("File", "Directory"):
+            values[name] = given_path(raw, name, declared["defaults"][name])
+        else:
+            value = raw.get(f"param_{name}")
+            if kind == "double":
+                value = float(value)
+            elif kind == "double[]":
+                value = [float(v) for v in value]
+            values[name] = value
+    notebook.setdefault("metadata", {}).setdefault("nb2cwl", {})["parameters"] = values
+    if values == declared.get("notebook_values"):
+        return values
+    cells = notebook.get("cells", [])
+    at = declared["cell"]
+    source = "# Parameters\n" + "".join(f"{name} = {value!r}\n" for name, value in values.items())
+    injected = {"cell_type": "code", "execution_count": None, "id": "nb2cwl-injected-parameters",
+                "metadata": {"tags": [INJECTED_TAG]}, "outputs": [], "source": source}
+    kept = [cell for number, cell in enumerate(cells)
+            if INJECTED_TAG not in (cell.get("metadata", {}).get("tags") or []) or number == at]
+    position = next((n for n, cell in enumerate(kept) if cell is cells[at]), len(kept) - 1)
+    kept.insert(position + 1, injected)
+    notebook["cells"] = kept
+    return values

@@ -19,8 +19,10 @@ ENV = "NB2CWL_CACHE_DIR"
 _RUNTIME = os.path.dirname(os.path.abspath(__file__))
 
 
-def cache_key(spec: dict[str, Any], args: dict[str, list[str]]) -> str | None:
-    """The cache key of this step with these inputs, or None when it must not be cached."""
+def cache_key(spec: dict[str, Any], args: dict[str, list[str]],
+              parameters: dict[str, Any] | None = None) -> str | None:
+    """The cache key of this step with these inputs (`parameters`: the values of its parameter
+    ports), or None when it must not be cached."""
     if not os.environ.get(ENV) or spec.get("uncacheable"):
         return None
     digest = hashlib.sha256()
@@ -40,6 +42,12 @@ def cache_key(spec: dict[str, Any], args: dict[str, list[str]]) -> str | None:
                 _tree(value, digest)
             else:  # a plain value: the same value, the same key
                 digest.update(f"value:{value}".encode())
+    for port, value in sorted((parameters or {}).items()):
+        digest.update(port.encode())
+        if isinstance(value, dict) and value.get("path"):  # a File or Directory: its content
+            _tree(value["path"], digest)
+        else:
+            digest.update(json.dumps(value, sort_keys=True).encode())
     return digest.hexdigest()
 
 

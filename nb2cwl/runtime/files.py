@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 
-#: Folders the runtime itself uses in a step's working directory; never user files.
-RESERVED = ("nb2cwl-out", "nb2cwl_runtime", "nb2cwl-home")
+#: What the runtime itself keeps in a step's working directory; never user files.
+RESERVED = ("nb2cwl-out", "nb2cwl_runtime", "nb2cwl-home", "nb2cwl-parameters.json")
 
 
 #: The stamp of a folder in a snapshot: a folder a cell made, even an empty one, is written.
@@ -21,6 +21,7 @@ def snapshot(root: str) -> dict[str, tuple[int, int]]:
         rel_folder = os.path.relpath(folder, root)
         if rel_folder == ".":
             dirs[:] = [d for d in dirs if d not in RESERVED]
+            files = [f for f in files if f not in RESERVED]
         for name in dirs:
             seen[os.path.normpath(os.path.join(rel_folder, name))] = FOLDER
         for name in files:

@@ -12,7 +12,7 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import cache, files, skeleton, values
+from . import cache, files, parameters, skeleton, values
 from .arguments import Arguments, parse_arguments
 from .capture import OutputCapture
 from .failure import CellFailed, mark_failed, upstream_failure, user_traceback
@@ -50,13 +50,15 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     upstream = upstream_failure(args)
     if upstream is not None:
         return _skip(spec, out, upstream)
-    key = cache.cache_key(spec, args)
+    raw_parameters = parameters.raw_inputs(spec, root)
+    key = cache.cache_key(spec, args, raw_parameters)
     if key is not None and cache.restore(key, out):
         return 0
     executor = _executor(spec.get("skipped_magics", []))
     namespace = executor.namespace
     trainer = _trainer(plan, namespace)  # before any TF op
     _stage_files(spec, args, root)
+    run_values = parameters.values(spec, raw_parameters, root)
     sys.path.insert(0, root)  # as in the kernel: modules beside the notebook import
     before = files.snapshot(root)
     definitions = {d["key"]: d for d in spec.get("definitions", [])}
@@ -69,6 +71,9 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
         for required in definition.get("requires", []):
             replay(required)
         done.add(key)
+        if definition.get("parameter"):  # the run's value, not the notebook's
+            parameters.assign([definition["parameter"]], run_values, namespace)
+            return
         code = compile(definition["code"], f"<cell {definition['cell']}>", "exec")
         exec(code, namespace)
 
@@ -82,6 +87,8 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
 
     report: dict[str, Any] = {"step": spec["step"], "cells": [], "started": time.time(),
                               "pid": os.getpid(), "runtime": executor.kind}
+    if run_values:  # the assembler checks they are its own run's (a sweep's combination)
+        report["parameters"] = run_values
     # definitions pickled by name (the loading step replays them); a definition some step
     # hands on as a value (its state changed) is pickled with its state
     replayable = {n for d in definitions.values() for n in d["names"]} - set(
@@ -105,7 +112,13 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
             executor.values_loaded()
             if trainer is not None:
                 _begin_training(trainer, plan, namespace)
-            _run_role(spec, args, executor, out, report, replayable, settings)
+            declared = spec.get("parameters") or {}
+
+            def after_cell(index: int) -> None:
+                if index == declared.get("cell"):  # as papermill injects after that cell
+                    parameters.assign(declared["names"], run_values, namespace)
+
+            _run_role(spec, args, executor, out, report, replayable, settings, after_cell)
         if trainer is not None:
             report["training"] = trainer.finish(namespace, out, spec["step"],
                                                 _training_log(report, plan["cell"]))
@@ -189,7 +202,8 @@ def _position(key: str) -> tuple[int, int]:
 
 
 def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: str,
-              report: dict[str, Any], replayable: set[str], settings: SettingsReplay) -> None:
+              report: dict[str, Any], replayable: set[str], settings: SettingsReplay,
+              after_cell: Callable[[int], None]) -> None:
     role = spec.get("role", "cell")
     namespace = executor.namespace
     if role == "cell":
@@ -198,6 +212,7 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
             outputs = _run_cell(cell, executor, spec)
             report["cells"].append({"index": cell["index"], "outputs": outputs,
                                     "execution_count": cell["execution_count"]})
+            after_cell(cell["index"])
         return
     cell, plan = spec["cells"][0], spec["plan"]
 
