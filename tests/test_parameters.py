@@ -356,3 +356,10 @@ def test_the_graph_shows_the_inputs(tmp_path: Path) -> None:
     assert main(["graph", str(path), "-o", str(tmp_path / "g.mmd")]) == 0
     text = (tmp_path / "g.mmd").read_text()
     assert "learning_rate: double" in text and "= 0.001" in text
+
+
+def test_an_empty_kale_block_tag_continues_the_step_before(tmp_path: Path) -> None:
+    path = _notebook(tmp_path, [("x = 1", ["block:first"]), ("y = x + 1", ["block:"]),
+                                ("print(y)", ["block:second", "prev:first"])], "blocks.ipynb")
+    steps = {s.name: [c.index for c in s.cells] for s in compile_notebook(str(path)).steps}
+    assert steps == {"step_first": [0, 1], "step_second": [2]}

@@ -1,8 +1,8 @@
 """User directives on cells: nb2cwl tags, Kale's tags and Jupyter-Workflow `workflow` metadata.
 
 Kale's tags mean here what they mean there, where they mean something: `skip` (not run),
-`step:NAME` or the older `block:NAME` (the cells of NAME run as one step; an untagged cell after
-one belongs to the same step, as in Kale), `prev:NAME` (Kale's declared order: nb2cwl infers
+`step:NAME` or the older `block:NAME` (the cells of NAME run as one step; an untagged cell, or
+one tagged `block:` alone, after one belongs to the same step, as in Kale), `prev:NAME` (Kale's declared order: nb2cwl infers
 its own and says where they disagree), `limit:nvidia.com/gpu:N` (the step needs N GPUs),
 `pipeline-parameters` (the parameters cell) and `pipeline-metrics` (what a sweep reports).
 `imports` and `functions` cells need nothing: their definitions are replayed where used.
@@ -86,11 +86,11 @@ def read_directives(cell: Cell, notebook: str) -> CellDirectives:
 
 def _kale(tags: tuple[str, ...], where: Location) -> dict:
     """Kale's tags of a cell, checked."""
-    steps = [t.split(":", 1)[1].strip() for t in tags if t.startswith(KALE_STEP)]
+    # an empty `block:` continues the step before it, as an untagged cell does
+    steps = [t.split(":", 1)[1].strip() for t in tags if t.startswith(KALE_STEP)
+             and t.split(":", 1)[1].strip()]
     if len(set(steps)) > 1:
         raise DirectiveError(f"the cell has several Kale step tags: {', '.join(steps)}", where)
-    if steps and not steps[0]:
-        raise DirectiveError("Kale's step: tag needs a name, e.g. step:train", where)
     gpus = 0
     for tag in tags:
         if tag.startswith(KALE_GPU):
