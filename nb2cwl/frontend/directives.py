@@ -2,9 +2,10 @@
 
 Kale's tags mean here what they mean there, where they mean something: `skip` (not run),
 `step:NAME` or the older `block:NAME` (the cells of NAME run as one step; an untagged cell, or
-one tagged `block:` alone, after one belongs to the same step, as in Kale), `prev:NAME` (Kale's declared order: nb2cwl infers
-its own and says where they disagree), `limit:nvidia.com/gpu:N` (the step needs N GPUs),
-`pipeline-parameters` (the parameters cell) and `pipeline-metrics` (what a sweep reports).
+one tagged `block:` alone, after one belongs to the same step, as in Kale), `prev:NAME`
+(Kale's declared order: nb2cwl infers its own and says where they disagree),
+`limit:nvidia.com/gpu:N` (the step needs N GPUs), `pipeline-parameters` (the parameters cell)
+and `pipeline-metrics` (what a sweep reports).
 `imports` and `functions` cells need nothing: their definitions are replayed where used.
 """
 
