@@ -408,13 +408,17 @@ def _run(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int
 def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
               server: StepServer) -> int:
     from nb2cwl.errors import RunInterrupted
-    from nb2cwl.launch import CACHE_DIR, Engine, run_workflow
+    from nb2cwl.launch import CACHE_DIR, Engine, may_use_kubernetes, run_workflow
     from nb2cwl.stopping import shield
 
     engine = None
     try:
+        kubernetes = may_use_kubernetes(
+            [options.deployment, *(name for _, name in options.targets)],
+            [options.deployment_file, args.notebook])
         with shield():  # StreamFlow starts up while the notebook compiles
-            engine = Engine(None if args.no_cache else os.path.join(out_dir, CACHE_DIR), server)
+            engine = Engine(None if args.no_cache else os.path.join(out_dir, CACHE_DIR), server,
+                            kubernetes)
         from nb2cwl.api import compile_to_directory
 
         workflow, _ = compile_to_directory(args.notebook, out_dir, options)

@@ -31,6 +31,10 @@ from typing import Any
 from nb2cwl.stopping import RUN_ENV, TAG
 
 PARENT_ENV = "NB2CWL_PARENT"  # the pid of the nb2cwl process that started this one
+NO_KUBERNETES_ENV = "NB2CWL_NO_KUBERNETES"  # set: no step of the run uses Kubernetes or Helm
+_KUBERNETES = "streamflow.deployment.connector.kubernetes"
+_KUBERNETES_SCHEMAS = {"KubernetesConnector": "kubernetes.json", "Helm3Connector": "helm3.json",
+                       "Helm4Connector": "helm4.json"}
 _PR_SET_PDEATHSIG = 1
 
 
@@ -38,6 +42,8 @@ def serve() -> None:
     """Run StreamFlow with the command line that arrives on stdin (exit at once on EOF)."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     parent = _watch_parent()
+    if os.environ.get(NO_KUBERNETES_ENV):
+        _defer_kubernetes()
     from streamflow.main import run  # the slow part, overlapping with compiling
 
     _tag(os.environ.get(RUN_ENV, ""))
@@ -50,6 +56,41 @@ def serve() -> None:
     status = run()
     gc.freeze()  # no final collection of StreamFlow's objects: exits about 0.3 s sooner
     sys.exit(status)
+
+
+def _defer_kubernetes() -> None:
+    """StreamFlow imports its Kubernetes and Helm connectors, and their client library, at
+    start-up (a quarter of a second, on the path to the first step) only to register them and
+    read their configuration schemas. For a run that uses neither (nb2cwl says so), stand-ins
+    register them with the same schemas; should one be used all the same, it imports the real
+    connector then."""
+    import types
+    from importlib.resources import files
+
+    module = types.ModuleType(_KUBERNETES)
+    module.__file__ = "<deferred by nb2cwl>"
+
+    def real(name: str) -> Any:
+        import importlib
+
+        if sys.modules.get(_KUBERNETES) is module:
+            del sys.modules[_KUBERNETES]
+        return getattr(importlib.import_module(_KUBERNETES), name)
+
+    def stand_in(name: str, schema: str) -> type:
+        def new(cls: type, *args: Any, **kwargs: Any) -> Any:
+            return real(name)(*args, **kwargs)
+
+        def get_schema(cls: type) -> str:
+            package = _KUBERNETES.rsplit(".", 1)[0]
+            return files(package).joinpath("schemas").joinpath(schema).read_text("utf-8")
+
+        return type(name, (), {"__new__": new, "get_schema": classmethod(get_schema),
+                               "__module__": _KUBERNETES})
+
+    for name, schema in _KUBERNETES_SCHEMAS.items():
+        setattr(module, name, stand_in(name, schema))
+    sys.modules[_KUBERNETES] = module
 
 
 def _tag(token: str) -> None:

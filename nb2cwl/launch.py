@@ -20,7 +20,7 @@ from pathlib import Path
 
 from nb2cwl.backends.naming import EXECUTED_SUFFIX, executed_name
 from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE
-from nb2cwl.engine import PARENT_ENV
+from nb2cwl.engine import NO_KUBERNETES_ENV, PARENT_ENV
 from nb2cwl.errors import RunError, RunInterrupted
 from nb2cwl.ir.model import Workflow
 from nb2cwl.runtime.forkclient import SERVER_ENV
@@ -74,10 +74,12 @@ class Engine:
     the engine stops the run itself (nb2cwl.engine).
     """
 
-    def __init__(self, cache_dir: str | None = None, step_server: StepServer | None = None
-                 ) -> None:
+    def __init__(self, cache_dir: str | None = None, step_server: StepServer | None = None,
+                 kubernetes: bool = True) -> None:
         token = secrets.token_hex(8)
         env = dict(os.environ, **{RUN_ENV: token, PARENT_ENV: str(os.getpid())})
+        if not kubernetes:  # StreamFlow need not load its Kubernetes client (nb2cwl.engine)
+            env[NO_KUBERNETES_ENV] = "1"
         if step_server is not None:  # local steps start from its warm children
             env[SERVER_ENV] = step_server.path
         if cache_dir:  # steps reuse outputs of earlier runs whose code and inputs match
@@ -140,6 +142,26 @@ class Engine:
         except subprocess.TimeoutExpired:
             return False
         return True
+
+
+_KUBERNETES_WORDS = re.compile(rb"\b(helm[34]?|kubernetes)\b", re.IGNORECASE)
+
+
+def may_use_kubernetes(deployments: list[str | None], files: list[str | None]) -> bool:
+    """Whether a run may bind a step to Kubernetes or Helm: a deployment named so, or a word
+    naming them in the deployment file or the notebook (its own deployments). In doubt, yes."""
+    if any(name and _KUBERNETES_WORDS.fullmatch(name.encode()) for name in deployments):
+        return True
+    for path in files:
+        if not path:
+            continue
+        try:
+            with open(path, "rb") as handle:
+                if _KUBERNETES_WORDS.search(handle.read()):
+                    return True
+        except OSError:
+            return True
+    return False
 
 
 class StepServer:

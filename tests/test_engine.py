@@ -1,0 +1,59 @@
+"""The StreamFlow process of `nb2cwl run`: what it defers for a run without Kubernetes or Helm."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from nb2cwl.launch import may_use_kubernetes
+
+CHECK = textwrap.dedent("""
+    import sys
+    from nb2cwl import engine
+
+    engine._defer_kubernetes()
+    from streamflow.main import run  # noqa: F401
+    assert not any(m.startswith("kubernetes_asyncio") for m in sys.modules), "loaded early"
+    from streamflow.config.validator import SfValidator
+    from streamflow.deployment.connector import connector_classes
+
+    # a Helm deployment still validates against StreamFlow's own schema ...
+    SfValidator().validate({"version": "v1.0", "deployments": {"k8s": {
+        "type": "helm", "config": {"chart": "containers/helm/nb2cwl-worker"}}}})
+    try:
+        SfValidator().validate({"version": "v1.0", "deployments": {"k8s": {
+            "type": "helm", "config": {"chart": 3}}}})
+    except Exception:
+        pass
+    else:
+        raise AssertionError("a wrong Helm configuration validated")
+    # ... and the connector StreamFlow makes for it is the real one, imported then
+    connector = connector_classes["helm"](deployment_name="k8s", config_dir="/tmp",
+                                          chart="chart")
+    assert type(connector).__name__ == "Helm4Connector"
+    assert "kubernetes_asyncio" in sys.modules
+    print("ok")
+""")
+
+
+def test_kubernetes_is_loaded_only_when_a_run_uses_it() -> None:
+    done = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("ok")
+
+
+def test_runs_that_may_use_kubernetes(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.ipynb"
+    plain.write_text('{"cells": [], "metadata": {}}')
+    own = tmp_path / "own.ipynb"
+    own.write_text('{"metadata": {"workflow": {"deployments": {"c": {"type": "helm"}}}}}')
+    profile = tmp_path / "cluster.yml"
+    profile.write_text("deployments:\n  c:\n    type: kubernetes\n")
+    assert not may_use_kubernetes(["local", None, "slurm"], [None, str(plain)])
+    assert may_use_kubernetes(["helm"], [str(plain)])
+    assert may_use_kubernetes([None], [str(own)])
+    assert may_use_kubernetes([None], [str(profile), str(plain)])
+    assert may_use_kubernetes([None], [str(tmp_path / "missing.yml")])  # in doubt
