@@ -53,7 +53,6 @@ def _compile(path: str, options: CompileOptions) -> Workflow:
     notebook = read_notebook(path)
     flow = build_dataflow(analyse_notebook(notebook))
     workflow = build_workflow(flow)
-    workflow = prepare_training(workflow, options.scale_learning_rate)
     if options.scatter:
         workflow = scatter_loops(workflow, options.chunks)
     try:
@@ -69,7 +68,10 @@ def _compile(path: str, options: CompileOptions) -> Workflow:
             raise OptionError(f"--profile: {exc}", Location(notebook.name)) from None
         workflow = with_profile(workflow, profile)
     costs, default = deployment_costs(workflow, options)
-    return partition(workflow, costs, default, profile, options.granularity, options.swept)
+    workflow = partition(workflow, costs, default, profile, options.granularity, options.swept)
+    # after partitioning: a step function defined in a cell the training step now runs in
+    # place is rewritten there, not only replayed before it
+    return prepare_training(workflow, options.scale_learning_rate)
 
 
 def compile_to_directory(path: str, out_dir: str,

@@ -72,7 +72,6 @@ def _rewrite_custom_loop(workflow: Workflow, step: Step,
         raise _Unsafe(f"the step function {function} is not a plain name")
     cells = list(step.cells)
     position = next(i for i, c in enumerate(cells) if c.index == plan.cell)
-    training_cell = cells[position]
     defined_here = [i for i, c in enumerate(cells) if _defines_function(c.code, function)]
     prelude = ""
     if defined_here:
@@ -85,6 +84,7 @@ def _rewrite_custom_loop(workflow: Workflow, step: Step,
         if not replays:
             raise _Unsafe(f"{function} is not a function defined in the notebook")
         prelude = _scale_gradients(replays[-1].code, function)
+    training_cell = cells[position]  # the function may be defined (and rewritten) in it too
     cells[position] = replace(training_cell, rewritten=True,
                               code=_distribute_calls(training_cell.code, function))
     return tuple(cells), prelude

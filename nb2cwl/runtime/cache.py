@@ -16,6 +16,9 @@ import shutil
 from typing import Any
 
 ENV = "NB2CWL_CACHE_DIR"
+#: Variables that change what a step computes without changing its code or inputs: how many
+#: replicas a training step's strategy has (the replicas' batches sum in another order).
+STRATEGY_ENV = ("NB2CWL_CPU_REPLICAS", "NB2CWL_LOCAL_WORKERS", "CUDA_VISIBLE_DEVICES")
 _RUNTIME = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -42,6 +45,8 @@ def cache_key(spec: dict[str, Any], args: dict[str, list[str]],
                 _tree(value, digest)
             else:  # a plain value: the same value, the same key
                 digest.update(f"value:{value}".encode())
+    if spec.get("training"):
+        digest.update(json.dumps([os.environ.get(name) for name in STRATEGY_ENV]).encode())
     for port, value in sorted((parameters or {}).items()):
         digest.update(port.encode())
         if isinstance(value, dict) and value.get("path"):  # a File or Directory: its content

@@ -56,7 +56,7 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
         return 0
     executor = _executor(spec.get("skipped_magics", []))
     namespace = executor.namespace
-    trainer = _trainer(plan, namespace)  # before any TF op
+    trainer: Training | None = None
     _stage_files(spec, args, root)
     run_values = parameters.values(spec, raw_parameters, root)
     sys.path.insert(0, root)  # as in the kernel: modules beside the notebook import
@@ -96,13 +96,16 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     settings = SettingsReplay(spec.get("settings", []), definitions, namespace)
     status = 0
     try:
+        # definitions and settings of earlier cells, in notebook order: an environment
+        # variable a library reads when it is imported (KERAS_HOME, TF_CPP_MIN_LOG_LEVEL) is
+        # set before a training step imports TensorFlow for its strategy, as in the kernel
+        first = spec["cells"][0]["index"]
+        actions = [(_position(k), replay, k) for k in spec.get("replay", [])] + [
+            (_position(s["key"]), settings.apply, s) for s in settings.due_before((first, -1))]
+        for _, action, item in sorted(actions, key=lambda entry: entry[0]):
+            action(item)
+        trainer = _trainer(plan, namespace)  # before any TF op: no value is loaded yet
         with trainer.scope() if trainer is not None else _nothing():
-            # definitions and settings of earlier cells, in notebook order
-            first = spec["cells"][0]["index"]
-            actions = [(_position(k), replay, k) for k in spec.get("replay", [])] + [
-                (_position(s["key"]), settings.apply, s) for s in settings.due_before((first, -1))]
-            for _, action, item in sorted(actions, key=lambda entry: entry[0]):
-                action(item)
             by_producer: dict[str, list[str]] = {}
             for item in spec.get("inputs", []):
                 by_producer.setdefault(item["from"], []).append(item["var"])

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import logging
 import os
 import shutil
 import signal
@@ -168,6 +169,8 @@ class Training:
         else:
             self.strategy = self._choose(tf)
         self.replicas = int(self.strategy.num_replicas_in_sync)
+        if self.replicas > 1 or self.workers > 1:  # not what the notebook prints in a kernel
+            logging.getLogger("tensorflow").addFilter(_quiet_strategy)
         self.fits: list[dict[str, Any]] = []
         self.evaluations: list[Any] = []
         self.seed: int | None = None
@@ -250,7 +253,8 @@ class Training:
             return function(*args, **kwargs)
         if not self.legacy:  # Keras 3 optimizers fail in strategy.run of a tf.function
             function = getattr(function, "python_function", function)  # (TF 2.21): eager
-        result = self.strategy.run(function, args=args, kwargs=kwargs)
+        with _unscaled_keras_losses():
+            result = self.strategy.run(function, args=args, kwargs=kwargs)
         return self.tf.nest.map_structure(self._combine, result)
 
     def _combine(self, value: Any) -> Any:
@@ -449,3 +453,29 @@ def _plain(value: Any) -> Any:
 def _write_json(path: str, data: Any) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(data, handle, indent=1)
+
+
+@contextlib.contextmanager
+def _unscaled_keras_losses() -> Iterator[None]:
+    """Keras 3 divides a loss object's value by the replica count under a strategy, where a
+    loss the notebook computes itself (tf.reduce_mean) is not: in the rewritten loop every
+    replica's loss is the mean over its own share of the batch, its gradients are divided
+    by the replica count once (scale_gradients), and the loss the step function returns is
+    the notebook's value. Keras' own fit scales and unscales by itself; it is not affected."""
+    try:
+        from keras.src.losses import loss as keras_loss
+    except ImportError:  # tf-keras or another Keras: nothing to undo
+        yield
+        return
+    scale = keras_loss.scale_loss_for_distribution
+    keras_loss.scale_loss_for_distribution = lambda value: value
+    try:
+        yield
+    finally:
+        keras_loss.scale_loss_for_distribution = scale
+
+
+def _quiet_strategy(record: logging.LogRecord) -> bool:
+    """Drop the strategy's own log lines ("Reduce to ... then broadcast", "Using
+    MirroredStrategy eagerly ..."): the cell shows what it shows in the kernel."""
+    return "/tensorflow/python/distribute/" not in record.pathname.replace("\\", "/")
