@@ -168,14 +168,15 @@ def _parameter_options(parser: argparse.ArgumentParser) -> None:
                        help="a YAML file of NAME: VALUE (as papermill -f); -p wins over it")
     group.add_argument("--sweep", action="store_true",
                        help="run the workflow once per combination of the values given for a "
-                            "parameter several times: one executed notebook each, and a summary "
-                            "table; steps no swept parameter reaches run once")
+                            "parameter several times, side by side (all at once on a cluster, "
+                            "one per core here): one executed notebook each, and a summary "
+                            "table; steps no swept parameter reaches run once and are reused")
     group.add_argument("--sweep-file", metavar="FILE",
                        help="a YAML file of NAME: [VALUE, ...] to sweep (implies --sweep)")
     group.add_argument("--sweep-method", choices=("nested_crossproduct", "dotproduct"),
                        default="nested_crossproduct",
                        help="nested_crossproduct (the default): every combination; dotproduct: "
-                            "the first values together, then the second, ... (CWL scatter "
+                            "the first values together, then the second, ... (as CWL's scatter "
                             "methods)")
 
 
@@ -248,6 +249,7 @@ def _binding(text: str) -> tuple[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI with `argv`; return the exit status."""
+    whole_process = argv is None  # the nb2cwl command itself, not a caller in Python
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
         argv.insert(0, "compile")
@@ -259,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except Nb2CwlError as exc:
+        if exc.exit_status > 128 and whole_process:  # stopped by a signal, and everything
+            _ignore_stop_signals()  # is stopped: another one now must not kill the process
         if args.debug:
             traceback.print_exc()
         _error(f"nb2cwl: error: {exc}")
@@ -272,6 +276,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nb2cwl: internal error: {type(exc).__name__}: {exc} (run again with --debug "
               "for the traceback, and please report it)", file=sys.stderr)
         return 3
+
+
+def _ignore_stop_signals() -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError, OSError):  # not the main thread: nothing to do
+            signal.signal(signum, signal.SIG_IGN)
 
 
 def _error(line: str) -> None:
@@ -422,7 +432,7 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
         from nb2cwl.api import compile_to_directory
 
         workflow, _ = compile_to_directory(args.notebook, out_dir, options)
-        config, values = _run_config(args, workflow, out_dir)
+        configs, values = _run_config(args, workflow, out_dir)
         with shield():
             server.start(out_dir, options.python, engine.env)
         _warn(workflow)
@@ -436,8 +446,16 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
             raise RunInterrupted(f"interrupted by {signal.Signals(signum).name} while "
                                  "compiling; nothing ran", signum) from None
         raise
+    sweep = values is not None and bool(values.swept)
+
+    def new_engine() -> Engine:  # another combination's StreamFlow process
+        return Engine(None if args.no_cache else os.path.join(out_dir, CACHE_DIR), server,
+                      kubernetes)
+
     summary = run_workflow(workflow, out_dir, quiet=args.quiet, debug=args.debug,
-                           engine=engine, cache=not args.no_cache, config=config)
+                           engine=engine, cache=not args.no_cache, configs=configs,
+                           new_engine=new_engine,
+                           at_once=_combinations_at_once(options) if sweep else 0)
     print(f"finished in {summary.seconds:.1f} s: {len(workflow.steps)} steps")
     if values is not None and values.swept:
         from nb2cwl.sweep_summary import summary_table
@@ -471,8 +489,9 @@ def _swept_names(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _run_config(args: argparse.Namespace, workflow: Workflow, out_dir: str
-                ) -> tuple[str | None, RunValues | None]:
-    """The StreamFlow config of a run with its own parameter values (None: the compiled one)."""
+                ) -> tuple[list[str] | None, RunValues | None]:
+    """The StreamFlow configs of a run with its own parameter values (a sweep: one per
+    combination); None: the compiled one."""
     pairs = [tuple(pair) for pair in getattr(args, "parameter", [])]
     files = getattr(args, "parameters_file", [])
     sweep_file = getattr(args, "sweep_file", None)
@@ -482,11 +501,21 @@ def _run_config(args: argparse.Namespace, workflow: Workflow, out_dir: str
     from nb2cwl.parameter_values import read_values
 
     values = read_values(workflow, pairs, files, args.sweep, sweep_file, args.sweep_method)
-    config = write_run_files(workflow, out_dir, values.fixed, values.swept, values.method)
+    configs = write_run_files(workflow, out_dir, values.fixed,
+                              values.combinations() if values.swept else None)
     if values.swept and not args.quiet:
-        print(f"sweep: {len(values.combinations())} combinations of "
-              + ", ".join(values.swept) + f" ({values.method})")
-    return config, values
+        print(f"sweep: {len(configs)} combinations of " + ", ".join(values.swept)
+              + f" ({values.method})")
+    return configs, values
+
+
+def _combinations_at_once(options: CompileOptions) -> int:
+    """How many combinations of a sweep run side by side: on a batch system or in containers
+    all (the cluster schedules them); on this machine one per core."""
+    if options.deployment in (None, "local") and not options.deployment_file and not any(
+            name != "local" for _, name in options.targets):
+        return max(1, os.cpu_count() or 1)
+    return 0
 
 
 def _warn(workflow: Workflow) -> None:

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,6 +93,7 @@ class Engine:
             start_new_session=True)
         self.run = RunHandle(self.process.pid, start_time(self.process.pid), token)
         self._lines: queue.Queue[str | None] = queue.Queue()
+        self._ended = False  # the reader saw the end of StreamFlow's output
         self._stopped = False
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -119,6 +120,24 @@ class Engine:
         """StreamFlow's output lines until it exits."""
         while (line := self._lines.get()) is not None:
             yield line
+
+    def lines(self) -> list[str]:
+        """The output lines StreamFlow wrote since the last call (without waiting)."""
+        found: list[str] = []
+        while not self._ended:
+            try:
+                line = self._lines.get_nowait()
+            except queue.Empty:
+                break
+            if line is None:
+                self._ended = True
+            else:
+                found.append(line)
+        return found
+
+    def finished(self) -> bool:
+        """True once StreamFlow exited and every line it wrote was read."""
+        return self._ended and self.process.poll() is not None
 
     def stop(self) -> None:
         """Stop StreamFlow and everything it started, in a bounded time; do it once.
@@ -203,36 +222,62 @@ class StepServer:
 
 def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                  debug: bool = False, engine: Engine | None = None,
-                 cache: bool = True, config: str | None = None) -> RunSummary:
-    """Run `out_dir/streamflow.yml` (or `config`: another job's, a sweep's); raise RunError with
-    the failing cell when a step fails.
+                 cache: bool = True, configs: list[str] | None = None,
+                 new_engine: Callable[[], Engine] | None = None,
+                 at_once: int = 0) -> RunSummary:
+    """Run `out_dir/streamflow.yml`, or the StreamFlow configs `configs` (a sweep: one per
+    combination, each its own StreamFlow process from `new_engine`, `at_once` of them at a
+    time, 0: all), into one new runs/<n>; raise RunError with the failing cell when a step
+    fails.
 
-    A signal (Stopped) or KeyboardInterrupt stops StreamFlow and everything it started, then
-    raises RunInterrupted; so does any other exception, which is then raised again.
+    A signal (Stopped) or KeyboardInterrupt stops every StreamFlow process and everything it
+    started, then raises RunInterrupted; so does any other exception, which is then raised
+    again.
     """
+    configs = configs or [os.path.join(out_dir, "streamflow.yml")]
     total = len(workflow.steps) + 1
     done: list[str] = []
-    log: list[str] = []
+    logs: dict[int, list[str]] = {}
+    engines: list[Engine] = []
     start = time.monotonic()
     try:
-        engine = engine or Engine(os.path.join(out_dir, CACHE_DIR) if cache else None)
         results = next_results_dir(out_dir)
-        config = config or os.path.join(out_dir, "streamflow.yml")
-        engine.start(["run", "--outdir", results, config], deployment_kinds(config))
-        for line in engine.log():
-            log.append(line)
-            if debug:
-                sys.stderr.write(line)
-            match = _COMPLETED.search(line)
-            if match and match.group(1) not in done:
-                done.append(match.group(1))
-                if not quiet:
-                    cells = _cells_of(workflow, match.group(1))
-                    print(f"[{len(done)}/{total}] {match.group(1)} done{cells}", flush=True)
-        status = engine.process.wait()
+        pending = list(enumerate(configs))
+        running: dict[int, Engine] = {}
+        statuses: dict[int, int] = {}
+        while pending or running:
+            while pending and (not at_once or len(running) < at_once):
+                number, config = pending.pop(0)
+                if engine is None or engine in engines:
+                    engine = (new_engine or (lambda: Engine(
+                        os.path.join(out_dir, CACHE_DIR) if cache else None)))()
+                engines.append(engine)
+                engine.start(["run", "--outdir", results, config], deployment_kinds(config))
+                running[number] = engine
+                logs[number] = []
+            for number, current in list(running.items()):
+                for line in current.lines():
+                    logs[number].append(line)
+                    if debug:
+                        sys.stderr.write(line)
+                    match = _COMPLETED.search(line)
+                    if match and len(configs) == 1 and match.group(1) not in done:
+                        done.append(match.group(1))
+                        if not quiet:
+                            cells = _cells_of(workflow, match.group(1))
+                            print(f"[{len(done)}/{total}] {match.group(1)} done{cells}",
+                                  flush=True)
+                if current.finished():
+                    statuses[number] = current.process.wait()
+                    del running[number]
+                    if len(configs) > 1 and not quiet:
+                        print(f"[{len(statuses)}/{len(configs)}] combination {number + 1} "
+                              f"{'done' if statuses[number] == 0 else 'failed'}", flush=True)
+            if running:
+                time.sleep(0.02)
     except BaseException as stop:
-        if engine is not None:
-            engine.stop()  # whatever went wrong here, StreamFlow must not run on without us
+        for started in engines or ([engine] if engine is not None else []):
+            started.stop()  # whatever went wrong here, StreamFlow must not run on without us
         if not isinstance(stop, KeyboardInterrupt):
             raise
         runs = os.path.join(out_dir, "runs")
@@ -241,8 +286,9 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
         raise RunInterrupted(f"interrupted by {_signal_name(stop)}: stopped the workflow and every "
                              f"step, job and container it started; {kept}", _signum(stop)) from None
     seconds = time.monotonic() - start
-    if status != 0:
-        raise RunError(_failure(log, status))
+    for number, status in sorted(statuses.items()):
+        if status != 0:
+            raise RunError(_failure(logs[number], status))
     notebooks = sorted(str(p) for p in Path(results).glob(f"*{EXECUTED_SUFFIX}"))
     notebook = os.path.join(results, executed_name(workflow))
     for executed in notebooks:

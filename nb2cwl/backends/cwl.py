@@ -198,6 +198,10 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
         inputs.append(cwl.WorkflowInputParameter(id=f"external_{number}", type_=kind,
                                                  label=path))
     inputs += parameters.workflow_inputs(workflow)
+    if workflow.parameters:  # a sweep names each combination's notebook by its values
+        inputs.append(cwl.WorkflowInputParameter(
+            id="name_by", type_=["null", cwl.InputArraySchema(items="string", type_="array")],
+            doc="the parameters that name the executed notebook (a sweep's combinations)"))
     steps = []
     for step in workflow.steps:
         inputs.append(cwl.WorkflowInputParameter(id=f"script_{step.name}", type_="File"))
@@ -245,6 +249,8 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
         cwl.WorkflowStepInput(id="notebook", source="notebook"),
         cwl.WorkflowStepInput(id="output_name", source="executed_name"),
         *parameters.step_wiring(workflow, tuple(p.name for p in workflow.parameters)),
+        *([cwl.WorkflowStepInput(id="name_by", source="name_by")]
+          if workflow.parameters else []),
     ]
     reporting = [s for s in workflow.steps if s.role != "map"]
     if reporting:

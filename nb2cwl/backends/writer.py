@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -114,62 +115,45 @@ def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
     return written
 
 
-RUN_FILES = ("job.run.yml", "streamflow.run.yml", "sweep.cwl", "sweep-body.cwl",
-             "job.sweep.yml", "streamflow.sweep.yml")
-
-
 def write_run_files(workflow: Workflow, out_dir: str, fixed: dict[str, Any],
-                    swept: dict[str, list[Any]] | None = None,
-                    method: str = "nested_crossproduct") -> str:
-    """The job and StreamFlow config of a run with other parameter values (and the sweep
-    workflow for swept ones), beside the compiled workflow; the config's path.
+                    combinations: list[dict[str, Any]] | None = None) -> list[str]:
+    """The job and StreamFlow config of a run with other parameter values, beside the compiled
+    workflow; for a sweep, one pair per combination of the swept values (each with a
+    StreamFlow database of its own). The configs' paths, in order.
 
     They are rewritten for every run and listed in the manifest, so compiling again removes
     them with the rest."""
-    from nb2cwl.backends.parameters import PATH_SUFFIX, input_id, job_values
-    from nb2cwl.backends.sweep import BODY, plan_sweep, sweep_documents
+    from nb2cwl.backends.parameters import job_values
 
     root = Path(out_dir)
     base = os.path.dirname(workflow.notebook_path)
-    job = job_document(workflow, out_dir, RUNTIME_PACKAGE,
-                       f"notebook/{notebook_file_name(workflow)}")
-    job.update(job_values(workflow, out_dir, fixed, base))
     yaml = YAML()
     yaml.default_flow_style = False
     yaml.width = 100
     with (root / "streamflow.yml").open(encoding="utf-8") as handle:
-        config = yaml.load(handle)
-    (settings,) = [w["config"] for w in config["workflows"].values()]
-    (entry,) = config["workflows"].values()
-    if swept:
-        plan = plan_sweep(workflow, list(swept), method)
-        sweep, body = sweep_documents(workflow, plan)
-        for name, values in swept.items():
-            parameter = workflow.parameter(name)
-            ident = input_id(workflow, parameter)
-            rows = [job_values(workflow, out_dir, {name: value}, base) for value in values]
-            job[ident] = [row[ident] for row in rows]
-            job.pop(ident + PATH_SUFFIX, None)  # each file keeps its own name (see runtime)
-        for rel, document in (("sweep.cwl", sweep), ("sweep-body.cwl", body)):
+        compiled = yaml.load(handle)
+    runs = [(".run", {})] if not combinations else [
+        (f".sweep-{number}", combination) for number, combination in enumerate(combinations, 1)]
+    names: list[str] = []
+    configs: list[str] = []
+    for suffix, combination in runs:
+        job = job_document(workflow, out_dir, RUNTIME_PACKAGE,
+                           f"notebook/{notebook_file_name(workflow)}")
+        job.update(job_values(workflow, out_dir, {**fixed, **combination}, base))
+        if combination:  # each combination's notebook is named by its swept values
+            job["name_by"] = list(combination)
+        config = copy.deepcopy(compiled)
+        (entry,) = config["workflows"].values()
+        entry["config"]["settings"] = f"job{suffix}.yml"
+        if combination:  # StreamFlow processes side by side: a database each
+            config["database"]["config"]["connection"] = f".streamflow/sqlite{suffix}.db"
+        for rel, document in ((f"job{suffix}.yml", job), (f"streamflow{suffix}.yml", config)):
             with (root / rel).open("w", encoding="utf-8") as handle:
-                handle.write("#!/usr/bin/env cwl-runner\n")
-                yaml.dump(cwl_backend.as_document(document), handle)
-        settings["file"], settings["settings"] = "sweep.cwl", "job.sweep.yml"
-        per_combination = set(plan.per_combination)
-        for binding in entry.get("bindings", []):
-            step = str(binding["step"]).strip("/")
-            if step in per_combination:
-                binding["step"] = f"/{BODY}/{step}"
-        job_name, config_name = "job.sweep.yml", "streamflow.sweep.yml"
-    else:
-        settings["settings"] = "job.run.yml"
-        job_name, config_name = "job.run.yml", "streamflow.run.yml"
-    for rel, document in ((job_name, job), (config_name, config)):
-        with (root / rel).open("w", encoding="utf-8") as handle:
-            yaml.dump(document, handle)
-    _list_in_manifest(root, [job_name, config_name]
-                      + (["sweep.cwl", "sweep-body.cwl"] if swept else []))
-    return str(root / config_name)
+                yaml.dump(document, handle)
+            names.append(rel)
+        configs.append(str(root / f"streamflow{suffix}.yml"))
+    _list_in_manifest(root, names)
+    return configs
 
 
 def _list_in_manifest(root: Path, names: list[str]) -> None:

@@ -9,10 +9,13 @@ cached, nor are failed or skipped steps.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from typing import Any
 
 ENV = "NB2CWL_CACHE_DIR"
@@ -72,6 +75,24 @@ def _tree(path: str, digest: Any) -> None:
             full = os.path.join(folder, name)
             digest.update(os.path.relpath(full, path).encode())
             _file(full, digest)
+
+
+@contextlib.contextmanager
+def exclusive(key: str | None) -> Iterator[None]:
+    """Hold the cache entry `key` while the step runs: a step with the same key that starts
+    meanwhile (another combination of a sweep) waits, then finds the outputs stored. The lock
+    goes with the process, however it ends."""
+    if key is None:
+        yield
+        return
+    locks = os.path.join(os.environ[ENV], ".locks")
+    os.makedirs(locks, exist_ok=True)
+    with open(os.path.join(locks, key), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def restore(key: str, out: str) -> bool:

@@ -52,8 +52,16 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
         return _skip(spec, out, upstream)
     raw_parameters = parameters.raw_inputs(spec, root)
     key = cache.cache_key(spec, args, raw_parameters)
-    if key is not None and cache.restore(key, out):
-        return 0
+    with cache.exclusive(key):  # the same step with the same inputs (a sweep's combinations)
+        if key is not None and cache.restore(key, out):  # waits, then reuses the outputs
+            return 0
+        return _execute(spec, args, root, out, key, raw_parameters)
+
+
+def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: str | None,
+             raw_parameters: dict[str, Any]) -> int:
+    """Run the step's cells (its outputs were not in the cache)."""
+    plan = spec.get("training")
     executor = _executor(spec.get("skipped_magics", []))
     namespace = executor.namespace
     trainer: Training | None = None
