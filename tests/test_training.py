@@ -282,3 +282,103 @@ def test_a_distributed_loop_is_the_notebooks_algorithm(cells: list[str], tmp_pat
     for (name, a), (_, b) in zip(_weights(run_one / "model.keras"),
                                  _weights(run_two / "model.keras"), strict=True):
         assert np.allclose(a, b, rtol=1e-4, atol=1e-5), name
+
+
+# Training where real scripts write it: in main() under `if __name__ == '__main__'`, in a
+# train() helper calling a @tf.function step, and in a trainer class's methods.
+MAIN_FIT = [
+    "import numpy as np\nimport tensorflow as tf\nimport keras",
+    "def build():\n    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])",
+    "def main():\n    keras.utils.set_random_seed(3)\n"
+    "    x = np.linspace(0, 1, 256, dtype='float32').reshape(64, 4)\n"
+    "    y = x.sum(axis=1, keepdims=True)\n    model = build()\n"
+    "    model.compile(keras.optimizers.SGD(0.05), 'mse')\n"
+    "    history = model.fit(x, y, epochs=3, batch_size=16, verbose=0)\n"
+    "    print('losses', [round(v, 4) for v in history.history['loss']])",
+    "if __name__ == '__main__':\n    main()",
+]
+HELPER_LOOP = [
+    DETERMINISTIC_LOOP[0], DETERMINISTIC_LOOP[1], DETERMINISTIC_LOOP[2],
+    "@tf.function\ndef train_step(xb, yb):\n"
+    "    with tf.GradientTape() as tape:\n"
+    "        loss = tf.reduce_mean((model(xb, training=True) - yb) ** 2)\n"
+    "    grads = tape.gradient(loss, model.trainable_variables)\n"
+    "    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
+    "    return loss",
+    "def train(data, epochs):\n    for epoch in range(epochs):\n        for xb, yb in data:\n"
+    "            loss = train_step(xb, yb)\n"
+    "        print(f'epoch {epoch}: loss {float(loss):.4f}')",
+    "train(dataset, 3)",
+]
+TRAINER_CLASS = [
+    DETERMINISTIC_LOOP[0], DETERMINISTIC_LOOP[1],
+    "class Trainer:\n    def __init__(self):\n"
+    "        self.model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])\n"
+    "        self.optimizer = keras.optimizers.SGD(0.01)\n\n"
+    "    @tf.function\n    def step(self, xb, yb):\n        with tf.GradientTape() as tape:\n"
+    "            loss = tf.reduce_mean((self.model(xb) - yb) ** 2)\n"
+    "        grads = tape.gradient(loss, self.model.trainable_variables)\n"
+    "        self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))\n"
+    "        return loss\n\n"
+    "    def fit(self, data, epochs):\n        for epoch in range(epochs):\n"
+    "            for xb, yb in data:\n                loss = self.step(xb, yb)\n"
+    "            print(f'epoch {epoch}: loss {float(loss):.4f}')",
+    "Trainer().fit(dataset, 2)",
+]
+
+
+def _compiled_training(cells: list[str], tmp_path: Path):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(code) for code in cells]
+    path = tmp_path / "shape.ipynb"
+    nbformat.write(notebook, str(path))
+    steps = [s for s in compile_notebook(str(path)).steps if s.training is not None]
+    assert len(steps) == 1
+    return steps[0], path
+
+
+def test_training_inside_functions_is_found(tmp_path: Path) -> None:
+    step, _ = _compiled_training(MAIN_FIT, tmp_path)
+    assert step.training.kind == "keras_fit" and step.training.within == "main"
+    assert any("Keras fit in main()" in r and "runs under a tf.distribute strategy" in r
+               for r in step.reasons)
+    step, _ = _compiled_training(HELPER_LOOP, tmp_path)
+    assert step.training.kind == "custom_loop" and step.training.within == "train"
+    assert step.training.distributed and step.training.step_function == "train_step"
+    assert "run(train_step" in step.training.prelude + "".join(c.code for c in step.cells)
+    step, _ = _compiled_training(TRAINER_CLASS, tmp_path)
+    assert step.training.kind == "custom_loop" and step.training.within == "fit"
+    assert not step.training.distributed  # a method's loop: one device, and why
+    assert any("kept on one device" in r and "self.step" in r for r in step.reasons)
+
+
+@needs_tf
+@pytest.mark.streamflow
+@pytest.mark.parametrize("cells", [MAIN_FIT, HELPER_LOOP], ids=["main-fit", "helper-loop"])
+def test_training_inside_functions_prints_what_the_kernel_prints(cells: list[str],
+                                                                 tmp_path: Path) -> None:
+    import numpy as np
+    from nbclient import NotebookClient
+
+    _, path = _compiled_training(cells, tmp_path)
+    notebook = nbformat.read(path, as_version=4)
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python",
+                                       "display_name": "Python 3"}
+    NotebookClient(notebook, timeout=300, kernel_name="python3").execute()
+    kernel = "".join(o.get("text", "") for o in notebook.cells[-1].outputs
+                     if o.get("name") == "stdout")
+    one = _nb2cwl_run(path, tmp_path / "one", {})
+    executed = nbformat.read(next(one.glob("*.executed.ipynb")), as_version=4)
+    assert "".join(o.get("text", "") for o in executed.cells[-1].outputs
+                   if o.get("name") == "stdout") == kernel
+    two = _nb2cwl_run(path, tmp_path / "two", {"NB2CWL_CPU_REPLICAS": "2"})
+    executed = nbformat.read(next(two.glob("*.executed.ipynb")), as_version=4)
+    printed = "".join(o.get("text", "") for o in executed.cells[-1].outputs
+                      if o.get("name") == "stdout")
+    numbers = [float(t) for t in printed.replace("[", " ").replace("]", " ").replace(",", " ")
+               .split() if t.replace(".", "").isdigit()]
+    expected = [float(t) for t in kernel.replace("[", " ").replace("]", " ").replace(",", " ")
+                .split() if t.replace(".", "").isdigit()]
+    assert numbers and np.allclose(numbers, expected, rtol=1e-3), (printed, kernel)
+    (run,) = two.glob("training-*")
+    assert json.loads((run / "metrics.json").read_text())["replicas"] == 2

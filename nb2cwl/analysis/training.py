@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from astroid import nodes
+from astroid import bases, nodes
 from astroid.exceptions import AstroidError
 
 Qualify = Callable[[nodes.NodeNG], "str | None"]
@@ -56,6 +56,7 @@ class TrainingSite:
     step_function: str | None = None
     loops: tuple[int, ...] = ()
     detail: str = ""
+    within: str | None = None  # the notebook function the training is in (the cell calls it)
 
 
 def find_training(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite | None:
@@ -66,7 +67,10 @@ def find_training(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite | 
     fit = _first_fit(body, qualify)
     if fit is not None:
         return fit
-    return _first_custom_loop(body, qualify)
+    loop = _first_custom_loop(body, qualify)
+    if loop is not None:
+        return loop
+    return _in_called_functions(body, qualify)
 
 
 def find_seed(body: list[nodes.NodeNG], qualify: Qualify) -> tuple[int, str] | None:
@@ -185,12 +189,16 @@ def _first_custom_loop(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSi
 
 def _training_function(call: nodes.Call, qualify: Qualify,
                        depth: int) -> nodes.FunctionDef | None:
-    """The user function `call` runs when its body records a tape and applies gradients."""
-    if depth > _MAX_DEPTH or not isinstance(call.func, nodes.Name):
+    """The user function (or method) `call` runs when its body records a tape and applies
+    gradients."""
+    if depth > _MAX_DEPTH:
         return None
-    for definition in _definitions(call.func):
-        if isinstance(definition, nodes.FunctionDef) and _tape_and_apply(definition.body,
-                                                                         qualify):
+    if isinstance(call.func, nodes.Name):
+        candidates = [d for d in _definitions(call.func) if isinstance(d, nodes.FunctionDef)]
+    else:  # self.train_step(...), trainer.step(...): what astroid infers
+        candidates = _callees(call, call.root())
+    for definition in candidates:
+        if _tape_and_apply(definition.body, qualify):
             return definition
     return None
 
@@ -217,6 +225,83 @@ def _trained_models(scope: nodes.NodeNG) -> list[str]:
                 continue  # a local model: nothing the notebook keeps
             names.append(node.expr.name)
     return names
+
+
+# --- training inside the functions a cell calls --------------------------------------------
+
+
+def _in_called_functions(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite | None:
+    """Training in a notebook function (or method) a statement of `body` calls, directly or
+    through other notebook functions: `main()`, `train(ds)`, `Trainer().fit_model()`."""
+    module = body[0].root() if body else None
+    seen: set[int] = set()
+    for call in _calls(body):
+        for function in _callees(call, module):
+            found = _search(function, qualify, module, seen, 1)
+            if found is None:
+                continue
+            site, name = found
+            return TrainingSite(
+                site.kind, call.lineno, () if site.kind == "keras_fit" else site.models,
+                site.step_function, (), f"{site.detail} in {name}() (called at line "
+                f"{call.lineno})", within=name)
+    return None
+
+
+def _search(function: nodes.FunctionDef, qualify: Qualify, module: nodes.Module | None,
+            seen: set[int], depth: int) -> tuple[TrainingSite, str] | None:
+    """The training in `function`'s body, or in a notebook function it calls; with the name of
+    the function it is in."""
+    if depth > _MAX_DEPTH or id(function) in seen:
+        return None
+    seen.add(id(function))
+    site = (_first_session(function.body, qualify) or _first_fit(function.body, qualify)
+            or _first_custom_loop(function.body, qualify))
+    if site is not None:
+        return site, function.name
+    for call in _calls(function.body):
+        for callee in _callees(call, module):
+            found = _search(callee, qualify, module, seen, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _callees(call: nodes.Call, module: nodes.Module | None) -> list[nodes.FunctionDef]:
+    """The notebook's own functions and methods `call` may run (a class: its __init__)."""
+    try:
+        inferred = list(call.func.infer())
+    except (AstroidError, RecursionError):
+        return []
+    found: list[nodes.FunctionDef] = []
+    for value in inferred:
+        if isinstance(value, bases.BoundMethod):
+            value = value._proxied
+        if isinstance(value, nodes.ClassDef):
+            init = value.locals.get("__init__")
+            value = init[0] if init else None
+        if isinstance(value, nodes.FunctionDef) and module is not None and \
+                value.root() is module:
+            found.append(value)
+    if not found and isinstance(call.func, nodes.Attribute):  # a decorated method
+        found = _methods(call.func, module)                   # (@tf.function) infers as
+    return found                                              # the decorator's result
+
+
+def _methods(attribute: nodes.Attribute, module: nodes.Module | None) -> list[nodes.FunctionDef]:
+    """The notebook class methods `obj.name` names, where `obj` is one of its instances."""
+    try:
+        owners = list(attribute.expr.infer())
+    except (AstroidError, RecursionError):
+        return []
+    found: list[nodes.FunctionDef] = []
+    for owner in owners:
+        cls = owner._proxied if isinstance(owner, bases.Instance) else owner
+        if not isinstance(cls, nodes.ClassDef) or module is None or cls.root() is not module:
+            continue
+        found += [m for m in cls.locals.get(attribute.attrname, [])
+                  if isinstance(m, nodes.FunctionDef)]
+    return found
 
 
 # --- helpers -----------------------------------------------------------------------------

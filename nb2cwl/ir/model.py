@@ -141,6 +141,7 @@ class TrainingPlan:
     prelude: str = ""  # code run after the inputs load, before the cells (rewritten defs)
     seed: str | None = None
     scale_learning_rate: bool = False
+    within: str | None = None  # the notebook function the training is in (the cell calls it)
 
     def to_json(self) -> dict:
         """The plan as plain JSON data for the step runtime."""

@@ -272,7 +272,7 @@ def _training(cells: list, flow: Dataflow) -> TrainingPlan | None:
             continue
         return TrainingPlan(site.kind, cell_flow.index, site.line, site.models,
                             step_function=site.step_function,
-                            seed=_last_seed(flow, cells[0].index - 1))
+                            seed=_last_seed(flow, cells[0].index - 1), within=site.within)
     return None
 
 

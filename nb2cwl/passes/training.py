@@ -42,8 +42,10 @@ def _prepare(workflow: Workflow, step: Step, scale_learning_rate: bool) -> Step:
     plan = replace(step.training, scale_learning_rate=scale_learning_rate)  # type: ignore[type-var]
     where = f"cell {plan.cell}, line {plan.line}"
     if plan.kind == "keras_fit":
-        reason = (f"{where}: Keras fit of {', '.join(plan.models)} runs under a tf.distribute "
-                  "strategy chosen at run time; the model is built or loaded in its scope")
+        what = (f"Keras fit in {plan.within}() (called there)" if plan.within
+                else f"Keras fit of {', '.join(plan.models)}")
+        reason = (f"{where}: {what} runs under a tf.distribute strategy chosen at run time; "
+                  "the model is built or loaded in its scope")
         return replace(step, training=plan, reasons=(*step.reasons, reason))
     try:
         cells, prelude = _rewrite_custom_loop(workflow, step, plan)
@@ -84,10 +86,25 @@ def _rewrite_custom_loop(workflow: Workflow, step: Step,
         if not replays:
             raise _Unsafe(f"{function} is not a function defined in the notebook")
         prelude = _scale_gradients(replays[-1].code, function)
-    training_cell = cells[position]  # the function may be defined (and rewritten) in it too
-    cells[position] = replace(training_cell, rewritten=True,
-                              code=_distribute_calls(training_cell.code, function))
-    return tuple(cells), prelude
+    if plan.within is None:
+        training_cell = cells[position]  # the function may be defined (and rewritten) there
+        cells[position] = replace(training_cell, rewritten=True,
+                                  code=_distribute_calls(training_cell.code, function))
+        return tuple(cells), prelude
+    # the loop is in a notebook function the cell calls: rewrite that function's definition
+    looping = [i for i, c in enumerate(cells) if _defines_function(c.code, plan.within)]
+    if looping:
+        at = looping[-1]
+        cells[at] = replace(cells[at], rewritten=True,
+                            code=_distribute_calls(cells[at].code, function))
+        return tuple(cells), prelude
+    replays = [r for r in workflow.replays if plan.within in r.names
+               and r.cell_index < plan.cell]
+    if not replays:
+        raise _Unsafe(f"the loop is in {plan.within}(), which is not a function defined at "
+                      "the top level of a cell (a method is rewritten nowhere)")
+    return tuple(cells), "\n\n".join(p for p in (
+        prelude, _distribute_calls(replays[-1].code, function)) if p)
 
 
 def _defines_function(code: str, name: str) -> bool:
