@@ -6,7 +6,10 @@ executes the notebook's code cells in one Python process; the workflow run is `n
 through StreamFlow, whose training step records the fit's images/s in metrics.json. Both
 time `model.fit` the same way (wall clock around the call). Target: overhead at most 5%.
 
-    python benchmarks/bench_training.py [--train 12800] [--test 2560]
+    python benchmarks/bench_training.py [--train 12800] [--test 2560] [--repeats 3]
+
+The two runs alternate `--repeats` times and the fastest fit of each counts: the host's noise
+(the same fit takes 17 to 22 s from one minute to the next) is larger than the 5% measured.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--train", type=int, default=12800, help="training images")
     parser.add_argument("--test", type=int, default=2560, help="test images")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="alternating runs of each; the fastest fit counts")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "notebooks"))
     from make_fashion_mnist import write_fashion_mnist
@@ -57,10 +62,17 @@ def main() -> int:
         write_fashion_mnist(work / "data" / "fashion-mnist", train=args.train, test=args.test)
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
         env.pop("NB2CWL_CPU_REPLICAS", None)
-        direct, direct_wall = _direct(work, env)
-        workflow, workflow_wall = _workflow(work, env)
+        directs, workflows = [], []
+        for number in range(args.repeats):
+            directs.append(_direct(work, env))
+            workflows.append(_workflow(work, env, number))
+    direct, direct_wall = min(directs, key=lambda d: d[0]["seconds"])
+    workflow, workflow_wall = min(workflows, key=lambda w: w[0]["seconds"])
     direct_ips = direct["samples"] * direct["epochs"] / direct["seconds"]
     workflow_ips = workflow["samples_per_second"]
+    every = ", ".join(f"{d['samples'] * d['epochs'] / d['seconds']:.0f}" for d, _ in directs)
+    print(f"images/s of each run: direct {every}; workflow "
+          + ", ".join(f"{w['samples_per_second']:.0f}" for w, _ in workflows))
     overhead = (direct_ips / workflow_ips - 1) * 100
     print(f"fit, {direct['epochs']} epochs x {direct['samples']} images, one device")
     print(f"  direct:   {direct_ips:8.0f} images/s  (fit {direct['seconds']:.1f} s, "
@@ -86,8 +98,8 @@ def _direct(work: Path, env: dict[str, str]) -> tuple[dict, float]:
     return json.loads(line.split(" ", 1)[1]), wall
 
 
-def _workflow(work: Path, env: dict[str, str]) -> tuple[dict, float]:
-    out = work / "wf"
+def _workflow(work: Path, env: dict[str, str], number: int = 0) -> tuple[dict, float]:
+    out = work / f"wf-{number}"
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(work / NOTEBOOK.name), "-o",
                     str(out), "--quiet", "--no-cache"], env=env, check=True,
