@@ -14,7 +14,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,11 +115,6 @@ class Engine:
         self.run.kinds = kinds
         self.process.stdin.write(json.dumps(arguments) + "\n")
         self.process.stdin.close()
-
-    def log(self) -> Iterator[str]:
-        """StreamFlow's output lines until it exits."""
-        while (line := self._lines.get()) is not None:
-            yield line
 
     def lines(self) -> list[str]:
         """The output lines StreamFlow wrote since the last call (without waiting)."""

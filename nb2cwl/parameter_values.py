@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,7 +154,3 @@ def yaml_mapping(path: str, where: Location) -> dict[str, Any]:
         raise OptionError(f"{path} must map parameter names to values", where)
     return data
 
-
-def path_base(workflow: Workflow) -> str:
-    """Where a path parameter's relative value points from: the notebook's folder."""
-    return os.path.dirname(workflow.notebook_path)

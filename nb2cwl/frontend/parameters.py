@@ -185,8 +185,3 @@ def _plain(kind: str) -> str:
             "string": "a string", "boolean": "True or False", "File": "a file path",
             "Directory": "a folder path"}.get(kind, kind)
 
-
-def injected_source(values: dict[str, object]) -> str:
-    """The injected cell papermill would write: `# Parameters` and one assignment each."""
-    lines = ["# Parameters"] + [f"{name} = {value!r}" for name, value in values.items()]
-    return "\n".join(lines) + "\n"
