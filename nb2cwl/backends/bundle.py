@@ -783,8 +783,12 @@ def _dockerfile(lock: EnvironmentLock) -> str:
 
 
 def _write_packed(root: Path) -> None:
-    packed = pack(str(root / "workflow.cwl"))
-    _write_cwl(root / "workflow.packed.cwl", packed)
+    write_packed(root / "workflow.cwl", root / "workflow.packed.cwl")
+
+
+def write_packed(workflow: Path, target: Path) -> None:
+    """The workflow `workflow` (workflow.cwl) with every tool packed in, as one file."""
+    _write_cwl(target, pack(str(workflow)))
 
 
 def _readme(workflow: Workflow, lock: EnvironmentLock, seeds: dict[str, Any],

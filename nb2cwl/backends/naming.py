@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from nb2cwl.ir.model import Workflow
 
 EXECUTED_SUFFIX = ".executed.ipynb"
@@ -18,3 +20,9 @@ def notebook_file_name(workflow: Workflow) -> str:
     """File name of the notebook copy in a compiled workflow (a script becomes .ipynb)."""
     name = workflow.notebook_name
     return name if name.lower().endswith(".ipynb") else name.rsplit(".", 1)[0] + ".ipynb"
+
+
+def default_output_dir(notebook: str) -> str:
+    """Where a notebook compiles when no output is given: NOTEBOOK-wf beside it."""
+    stem = os.path.splitext(os.path.basename(notebook))[0]
+    return os.path.join(os.path.dirname(os.path.abspath(notebook)), f"{stem}-wf")

@@ -71,6 +71,8 @@ def step_spec(workflow: Workflow, step: Step) -> dict:
         "by_value": _data_definitions(workflow),
         "skipped_magics": list(workflow.skipped_magics),
         "parameters": runtime_spec(workflow, step.parameters),
+        **({"keep": [name for name in step.defines if name not in step.outputs]}
+           if workflow.keep_values else {}),
     }
 
 

@@ -72,6 +72,7 @@ def build_workflow(flow: Dataflow) -> Workflow:
     return Workflow(
         notebook_name=notebook.name,
         notebook_path=notebook.path,
+        content_path=notebook.content,
         steps=tuple(steps),
         replays=tuple(sorted(replays.values(), key=_replay_position)),
         edges=edges,
@@ -243,11 +244,15 @@ def _make_step(
     plan = _plan(cells[0].analysis.skeleton) if len(cells) == 1 else None
     training = None if name == WHOLE_NOTEBOOK else _training(cells, flow)
     gpus = max(c.analysis.directives.gpus for c in cells)  # Kale's limit:nvidia.com/gpu:N
+    defines = {name for c in cells for name in c.analysis.effects.writes
+               | c.analysis.effects.mutates if name not in c.analysis.definitions
+               and not name.startswith(("rng:", "file:"))}
     return Step(name, code, tuple(sorted(inputs.values(), key=lambda i: i.var)),
                 tuple(sorted(outputs)), tuple(replay), kept_groups, writes_files, sees_all,
                 target, reasons, plan=plan, training=training,
                 parameters=_parameters_needed(cells, flow),
-                resources=Resources(gpus=gpus) if gpus else Resources())
+                resources=Resources(gpus=gpus) if gpus else Resources(),
+                defines=tuple(sorted(defines)))
 
 
 def _parameters_needed(cells: list, flow: Dataflow) -> tuple[str, ...]:

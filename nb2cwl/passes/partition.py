@@ -208,6 +208,7 @@ def _merge(segment: list[Step], workflow: Workflow, costs: Mapping[str, Costs],
         resources=first.resources,
         parameters=tuple(p.name for p in workflow.parameters
                          if any(p.name in s.parameters for s in segment)),
+        defines=tuple(sorted({name for s in segment for name in s.defines})),
     )
 
 

@@ -100,6 +100,7 @@ class OutputCapture:
     def __init__(self, echo: bool = True) -> None:
         self.events: list[Event] = []
         self.echo = echo  # also write the streams to the step's log
+        self.listener: Any = None  # called after each change (live progress, runtime/live.py)
         self._outer: OutputCapture | None = None
         self._start = time.monotonic()
 
@@ -127,6 +128,8 @@ class OutputCapture:
 
     def _add(self, kind: str, payload: Any) -> None:
         self.events.append((time.monotonic() - self._start, kind, payload))
+        if self.listener is not None:
+            self.listener()
 
     def stream(self, name: str, text: str) -> None:
         """Text written to stdout or stderr."""

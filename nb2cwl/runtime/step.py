@@ -12,7 +12,7 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import cache, files, parameters, skeleton, values
+from . import cache, files, live, parameters, skeleton, values
 from .arguments import Arguments, parse_arguments
 from .capture import OutputCapture
 from .failure import CellFailed, mark_failed, upstream_failure, user_traceback
@@ -41,6 +41,8 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     root = os.getcwd()
     out = os.path.join(root, OUT)
     os.makedirs(out, exist_ok=True)
+    started = time.time()
+    live.begin(spec["step"], **_shard(spec, args))
     if os.path.realpath(os.environ.get("HOME", "")) == os.path.realpath(root):
         # StreamFlow points HOME at the job directory: keep caches (matplotlib, pip) out of
         # the files the cell is seen to write
@@ -49,13 +51,41 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
         os.environ["HOME"] = home
     upstream = upstream_failure(args)
     if upstream is not None:
+        for cell in spec["cells"]:
+            live.cell_event(cell, "skipped")
+        live.step_event("skipped", elapsed=time.time() - started)
         return _skip(spec, out, upstream)
     raw_parameters = parameters.raw_inputs(spec, root)
     key = cache.cache_key(spec, args, raw_parameters)
     with cache.exclusive(key):  # the same step with the same inputs (a sweep's combinations)
         if key is not None and cache.restore(key, out):  # waits, then reuses the outputs
+            _show_cached(spec, out, started)
             return 0
         return _execute(spec, args, root, out, key, raw_parameters)
+
+
+def _shard(spec: dict[str, Any], args: Arguments) -> dict[str, Any]:
+    """Which shard of a scattered loop this job runs (its chunk file's number, from 1)."""
+    if spec.get("role") != "map":
+        return {}
+    name = os.path.basename(args.one("chunk-0"))
+    digits = "".join(c for c in name if c.isdigit())
+    return {"shard": int(digits) + 1} if digits else {}
+
+
+def _show_cached(spec: dict[str, Any], out: str, started: float) -> None:
+    """Live progress of a reused step: its cells' outputs, as the earlier run left them."""
+    if not live.active():
+        return
+    with open(os.path.join(out, "report.json"), encoding="utf-8") as handle:
+        report = json.load(handle)
+    cells = {cell["index"]: cell for cell in spec["cells"]}
+    for entry in report.get("cells", []):
+        cell = cells.get(entry["index"])
+        if cell is not None:
+            live.cell_outputs(cell, entry["outputs"])
+            live.cell_event(cell, "cached", execution_count=entry.get("execution_count"))
+    live.step_event("cached", elapsed=time.time() - started)
 
 
 def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: str | None,
@@ -135,9 +165,14 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
                                                 _training_log(report, plan["cell"]))
         values.save_values(namespace, spec.get("outputs", []), spec.get("groups", []),
                            os.path.join(out, "values"), replayable)
+        if spec.get("keep"):  # for pulling values into a kernel (the Jupyter integration)
+            values.keep_values(namespace, spec["keep"], os.path.join(out, "values"),
+                               replayable)
     except CellFailed as failure:
         report["cells"].append({"index": failure.cell["index"], "outputs": failure.outputs,
                                 "execution_count": failure.cell["execution_count"]})
+        live.cell_outputs(failure.cell, failure.outputs)
+        live.cell_event(failure.cell, "failed", execution_count=failure.cell["execution_count"])
         _record_failure(report, out, failure.cell["index"], str(failure))
     except values.TransferError as exc:
         last = spec["cells"][-1]
@@ -148,8 +183,14 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
         changed = files.capture_changes(root, before, os.path.join(out, "files"))
         report["files"] = changed
         report["finished"] = time.time()
+        if key is not None:  # where the outputs are kept (nb2cwl's pull finds the values)
+            report["cache_key"] = key
         with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as handle:
             json.dump(report, handle, indent=1)
+        live.step_event("failed" if "failed_cell" in report else "done",
+                        elapsed=report["finished"] - report["started"],
+                        shards=report.get("shards"), cache=key,
+                        message=(report.get("error") or "").strip().split("\n")[0] or None)
     if key is not None and "failed_cell" not in report:
         cache.store(key, out)
     return status
@@ -226,6 +267,8 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
             after_cell(cell["index"])
         return
     cell, plan = spec["cells"][0], spec["plan"]
+    if role == "split":
+        live.cell_event(cell, "running")
 
     def run_code(code: str, display: bool) -> tuple[list, float]:
         # the prefix before a loop, or the gather and the rest of the cell after it
@@ -234,6 +277,7 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
     if role == "split":
         report["prefix_events"], report["prefix_duration"] = skeleton.split(
             plan, namespace, out, run_code, replayable)
+        report["shards"] = len(os.listdir(os.path.join(out, "chunks_0")))
     elif role == "map":
         chunk_files = [args.one(f"chunk-{n}") for n in range(len(plan["iterables"]))]
         skeleton.run_items(plan, namespace, chunk_files, out, replayable)
@@ -251,6 +295,8 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
             raise CellFailed(cell, None, str(failed), failed.outputs) from None
         report["cells"].append({"index": cell["index"], "outputs": outputs,
                                 "execution_count": cell["execution_count"]})
+        live.cell_outputs(cell, outputs)
+        live.cell_event(cell, "done", execution_count=cell["execution_count"])
 
 
 def _executor(skipped_magics: list[str]) -> Executor:
@@ -295,11 +341,21 @@ def _stage_files(spec: dict[str, Any], args: Arguments, root: str) -> None:
 def _run_cell(cell: dict[str, Any], executor: Executor, spec: dict[str, Any]) -> Any:
     """Run one cell as the kernel would; its outputs."""
     count = cell["execution_count"]
+    live.cell_event(cell, "running")
     with OutputCapture() as capture:
+        sender = None
+        if live.active():  # the outputs so far, while the cell runs
+            sender = live.CellOutputs(cell, lambda: capture.outputs)
+            capture.listener = sender.changed
         ok, error = executor.run_cell(cell, count)
+    if sender is not None:
+        sender.close()
     if not ok:
         _failed(cell, error, spec, capture, executor.filename_of(count))
-    return capture.outputs
+    outputs = capture.outputs
+    live.cell_outputs(cell, outputs)
+    live.cell_event(cell, "done", execution_count=count)
+    return outputs
 
 
 def _run_piece(cell: dict[str, Any], code: str, display: bool, executor: Executor,

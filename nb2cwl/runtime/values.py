@@ -87,6 +87,30 @@ def save_values(
         json.dump(index, handle, indent=1, sort_keys=True)
 
 
+def keep_values(namespace: dict[str, Any], names: Iterable[str], directory: str,
+                replayable: set[str]) -> None:
+    """Also save `names` (what the step's cells defined that no later step reads, for
+    pulling them into a kernel), each on its own and as far as it can be: a value that
+    cannot be saved is left out, with a line in the step's log."""
+    index_path = os.path.join(directory, INDEX)
+    with open(index_path, encoding="utf-8") as handle:
+        index: dict[str, dict[str, Any]] = json.load(handle)
+    for name in names:
+        value = namespace.get(name, _MISSING)
+        if (name in index or value is _MISSING or isinstance(value, types.ModuleType)
+                or name.startswith("__")):
+            continue
+        try:
+            index[name] = _save_one(name, value, directory, replayable)
+        except Exception as exc:  # a lock, a generator, a live connection: not kept
+            sys.stderr.write(f"(nb2cwl keeps no value of {name} for pulling: {exc})\n")
+    with open(index_path, "w", encoding="utf-8") as handle:
+        json.dump(index, handle, indent=1, sort_keys=True)
+
+
+_MISSING = object()
+
+
 def _groups(namespace: dict[str, Any], present: list[str],
             declared: Iterable[Iterable[str]]) -> list[list[str]]:
     parent = {n: n for n in present}
