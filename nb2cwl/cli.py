@@ -661,6 +661,9 @@ def _profile(args: argparse.Namespace) -> int:
 
 def run() -> None:
     """Console-script entry point."""
+    from nb2cwl.imports import skip_unused_imports
+
+    skip_unused_imports()
     status = main()
     # Everything is written by now. Without a final collection of the compiler's syntax trees
     # the interpreter exits about 0.3 s sooner.
