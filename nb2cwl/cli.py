@@ -82,6 +82,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              "rate by the number of replicas; off by default because it "
                              "changes results (the notebook's batch size is always the global "
                              "batch, split across the replicas)")
+    parser.add_argument("--debug", action="store_true",
+                        help="show full tracebacks and StreamFlow's log")
+
+
+def _selection_options(parser: argparse.ArgumentParser) -> None:
+    """Which cells, and whose content (compile, run, explain and graph)."""
     parser.add_argument("--cells", type=_cell_list, default=(), metavar="IDS",
                         help="run only these cells (comma-separated cell ids, or indices "
                              "counting every cell from 0) and the cells they need: those "
@@ -92,8 +98,6 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              "NOTEBOOK itself, which still names the notebook and the folder "
                              "its files are in: how unsaved edits run (the Jupyter "
                              "integration uses it); NOTEBOOK is never written")
-    parser.add_argument("--debug", action="store_true",
-                        help="show full tracebacks and StreamFlow's log")
 
 
 def _cell_list(text: str) -> tuple[str, ...]:
@@ -111,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     compile_ = commands.add_parser("compile", help="compile a notebook into a workflow "
                                    "directory (the default command)")
     _common(compile_)
+    _selection_options(compile_)
     _output_options(compile_, required=False)
     run = commands.add_parser(
         "run", help="compile, then run the workflow with StreamFlow",
@@ -119,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
         "kill send them) stop StreamFlow and every step process, Slurm job and container it "
         "started, then exit with status 128 + the signal's number (130, 143, 129).")
     _common(run)
+    _selection_options(run)
     _output_options(run, required=False)
     run.add_argument("--quiet", action="store_true", help="print only the summary")
     _parameter_options(run)
@@ -141,10 +147,12 @@ def _parser() -> argparse.ArgumentParser:
     explain = commands.add_parser("explain", help="show the steps, the values flowing "
                                   "between cells and the reasons")
     _common(explain)
+    _selection_options(explain)
     explain.add_argument("--json", action="store_true", help="machine-readable output")
     _deployment_options(explain)  # explain shows where each step runs
     graph = commands.add_parser("graph", help="draw the step graph")
     _common(graph)
+    _selection_options(graph)
     graph.add_argument("-o", "--output", required=True,
                        help="file to write: .svg, .dot or .mmd (Mermaid)")
     graph.add_argument("--format", choices=("svg", "dot", "mmd"),
