@@ -65,19 +65,11 @@ def _crate(run: Run, store: RunStore) -> str:
     if newer:  # StreamFlow's database keeps the provenance of the output folder's last run
         raise RunFileMissing(f"run {run.id}: the crate of a run is made from its output "
                              f"folder's last run, now run {newer[0].id}", 409)
-    from dataclasses import replace
-
     from nb2cwl.api import export_notebook
     from nb2cwl.backends.bundle import BundleOptions
-    from nb2cwl.options import CompileOptions
 
-    options = CompileOptions(content=os.path.join(run.folder, "notebook.ipynb"),
-                             only_cells=tuple(run.meta.get("cells") or ()))
-    deployment = run.meta.get("deployment")
-    if deployment and deployment != "local":
-        options = replace(options, deployment=deployment)
     try:
-        export_notebook(run.notebook, target, options,
+        export_notebook(run.notebook, target, run.compile_options(),
                         BundleOptions(with_run=run.meta["output"], force=True))
     except Nb2CwlError as exc:
         raise RunFileMissing(f"run {run.id}: {exc}", 409) from None

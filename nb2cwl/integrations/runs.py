@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from nb2cwl.backends.naming import EXECUTED_SUFFIX, default_output_dir
+from nb2cwl.options import CompileOptions
 from nb2cwl.stopping import start_time
 
 RUNS_ENV = "NB2CWL_RUNS_DIR"
@@ -157,6 +158,14 @@ class Run:
         self.history += found
         return found
 
+    def compile_options(self) -> CompileOptions:
+        """The options the run compiled the notebook with (see RunStore.start)."""
+        deployment = self.meta.get("deployment")
+        return CompileOptions(
+            content=os.path.join(self.folder, "notebook.ipynb"), keep_values=True,
+            only_cells=tuple(self.meta.get("cells") or ()),
+            deployment=deployment if deployment and deployment != "local" else None)
+
     def alive(self) -> bool:
         """True while the run's process runs (the same process: a pid can be reused)."""
         if self.process is not None:
@@ -275,6 +284,7 @@ class RunStore:
         folder = os.path.join(self.folder, run_id)
         os.makedirs(folder)
         output = request.output or default_output_dir(request.notebook)
+        # the compile options here are those of Run.compile_options
         command = [python or sys.executable, "-m", "nb2cwl", "run", request.notebook,
                    "-o", output, "--events", os.path.join(folder, "events.jsonl"), "--debug",
                    "--keep-values"]  # %nb2cwl pull loads any variable of the run

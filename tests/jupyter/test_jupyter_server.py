@@ -136,6 +136,10 @@ async def test_a_run_streams_every_step_and_output_then_reruns_only_what_changed
     assert "".join(o["output"].get("text", "") for o in outputs) == "doubled 20\n"
     assert events.of(run["id"], kind="cell", cell="cell-3", status="done")
 
+    plan = await call(jp_fetch, "plan", method="POST", body={"path": "nb.ipynb",
+                                                            "content": _content(path)})
+    assert plan["stale_cells"] == [] and plan["rerun_count"] == 0  # nothing changed since
+
     # an edit: the edited cell and the cell after it are stale; Run changed reruns those
     edited = _content(path, {2: "tripled = base * 4\nprint('tripled', tripled)"})
     plan = await call(jp_fetch, "plan", method="POST", body={"path": "nb.ipynb",
