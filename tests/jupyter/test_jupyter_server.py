@@ -16,7 +16,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from jupyter_helpers import write_notebook
+from jupyter_helpers import processes_with, write_notebook
 from tornado.httpclient import HTTPClientError
 
 from nb2cwl.integrations.runs import RunStore
@@ -197,21 +197,6 @@ async def test_the_downloads_are_valid(jp_fetch: Any, jp_root_dir: Path, tmp_pat
     assert "doubled" in files["notebook"].read_text()
 
 
-def _processes_with(text: str) -> list[int]:
-    """Processes whose environment holds `text`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as handle:
-                if text.encode() in handle.read():
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
-
-
 async def test_cancel_stops_a_sleeping_step_and_leaves_no_process(
         jp_fetch: Any, jp_root_dir: Path, events: Events, tmp_path: Path) -> None:
     write_notebook(jp_root_dir, "slow.ipynb", ["print('starting')", "import time\n"
@@ -220,15 +205,15 @@ async def test_cancel_stops_a_sleeping_step_and_leaves_no_process(
     run = await call(jp_fetch, "runs", method="POST", body={"path": "slow.ipynb"})
     await events.until(run["id"], kind="cell", cell="cell-1", status="running")
     marker = f"{tmp_path / 'runs' / run['id'] / 'events.jsonl'}.steps"
-    assert _processes_with(marker)  # the sleeping step is there
+    assert processes_with(marker)  # the sleeping step is there
     cancelled = await call(jp_fetch, "runs", run["id"], "cancel", method="POST", body={})
     assert cancelled["id"] == run["id"]
     assert (await wait_run(jp_fetch, run["id"], timeout=60))["status"] == "cancelled"
     await events.until(run["id"], kind="run", status="cancelled")
     deadline = time.monotonic() + 10
-    while _processes_with(marker) and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 async def test_a_failing_cell_fails_the_run_and_skips_what_follows(
@@ -290,6 +275,6 @@ async def test_a_killed_run_never_takes_the_server_down_and_runs_are_found_again
     # the engine it had started stopped too (nb2cwl's engine watches its parent)
     marker = f"{tmp_path / 'runs' / run['id'] / 'events.jsonl'}.steps"
     deadline = time.monotonic() + 20
-    while _processes_with(marker) and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
