@@ -32,6 +32,8 @@ import pytest
 from jupyter_helpers import jupyter_paths_in, processes_with
 from nbclient import NotebookClient
 
+from nb2cwl.checking.reference import kernel_environment
+
 TOKEN = "nb2cwl-e2e"
 RUN_TIMEOUT_MS = 90_000
 SHOTS: Path | None = None  # set by the lab fixture
@@ -320,7 +322,8 @@ def _kernel_run(path: Path) -> nbformat.NotebookNode:
     """The notebook run top to bottom in a kernel (nbclient), as Jupyter's Run All."""
     notebook = nbformat.read(str(path), as_version=4)
     NotebookClient(notebook, timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+                   resources={"metadata": {"path": str(path.parent)}}).execute(
+        env=kernel_environment())
     return notebook
 
 
