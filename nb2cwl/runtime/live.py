@@ -87,8 +87,10 @@ def cell_event(cell: dict[str, Any], status: str, **fields: Any) -> None:
 
 def cell_outputs(cell: dict[str, Any], outputs: list[dict[str, Any]]) -> None:
     """The cell's outputs so far (the whole list)."""
+    from .capture import shown
+
     emit({"kind": "outputs", "step": _step, "cell": cell["id"], "index": cell["index"],
-          "outputs": outputs})
+          "outputs": shown(outputs)})
 
 
 def emit(event: dict[str, Any]) -> None:
