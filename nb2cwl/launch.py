@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nb2cwl.backends.naming import EXECUTED_SUFFIX, executed_name
+from nb2cwl.backends.naming import EXECUTED_SUFFIX, HASH_SEED, executed_name
 from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE
 from nb2cwl.engine import NO_KUBERNETES_ENV, PARENT_ENV
 from nb2cwl.errors import RunError, RunInterrupted
@@ -82,6 +82,7 @@ class Engine:
                  extra_env: dict[str, str] | None = None) -> None:
         token = secrets.token_hex(8)
         env = dict(os.environ, **{RUN_ENV: token, PARENT_ENV: str(os.getpid())},
+                   PYTHONHASHSEED=HASH_SEED,  # as the steps (and so the step server) hash
                    **(extra_env or {}))
         if not kubernetes:  # StreamFlow need not load its Kubernetes client (nb2cwl.engine)
             env[NO_KUBERNETES_ENV] = "1"
@@ -300,6 +301,8 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     notebooks = sorted(str(p) for p in Path(results).glob(f"*{EXECUTED_SUFFIX}"))
     notebook = os.path.join(results, executed_name(workflow))
     for executed in notebooks:
+        for note in _metadata(executed).get("notes", []):  # what could not be carried exactly
+            print(f"nb2cwl: note: {note}", file=sys.stderr)
         failure = _failure_in(executed)
         if failure:
             raise RunError(f"{failure.removeprefix('nb2cwl: ')}\nthe executed notebook, up to "
@@ -329,13 +332,17 @@ def _signal_name(stop: KeyboardInterrupt) -> str:
     return signal.Signals(_signum(stop)).name
 
 
-def _failure_in(notebook: str) -> str | None:
+def _metadata(notebook: str) -> dict:
+    """The executed notebook's nb2cwl metadata (failure, notes)."""
     try:
         with open(notebook, encoding="utf-8") as handle:
-            metadata = json.load(handle).get("metadata", {})
-    except (OSError, ValueError):
-        return None
-    failure = metadata.get("nb2cwl", {})
+            return dict(json.load(handle).get("metadata", {}).get("nb2cwl", {}))
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _failure_in(notebook: str) -> str | None:
+    failure = _metadata(notebook)
     return failure.get("error") or None if "failed_cell" in failure else None
 
 

@@ -1,4 +1,5 @@
-"""Names of what a compiled workflow produces (light: the launcher imports it at start-up)."""
+"""Names of what a compiled workflow produces, and the hash seed its steps run with (light: the
+launcher imports it at start-up)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import os
 from nb2cwl.ir.model import Workflow
 
 EXECUTED_SUFFIX = ".executed.ipynb"
+#: Every step hashes strings alike (PYTHONHASHSEED): a set of strings, or a dict built from one,
+#: iterates in one order in every step, as in one kernel; each new process would pick its own.
+HASH_SEED = "0"
 
 
 def executed_name(workflow: Workflow) -> str:

@@ -257,6 +257,9 @@ class Workflow:
     content_path: str | None = None  # the notebook file the cells came from, if not the
     #                                  notebook itself (an editor's unsaved copy)
     keep_values: bool = False  # every step also saves what it `defines` (for pulling values)
+    # `from __future__ import X` statements (cell, feature): in a kernel they hold for every
+    # later cell, so a step compiles its cells with those of earlier cells
+    future_imports: tuple[tuple[int, str], ...] = ()
 
     @property
     def source_path(self) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from nb2cwl.analysis.dataflow import Dataflow
 from nb2cwl.analysis.skeletons import MapSkeleton
 from nb2cwl.errors import Diagnostic, DirectiveError
@@ -97,6 +99,8 @@ def build_workflow(flow: Dataflow) -> Workflow:
         quiet_cells=quiet,
         parameters=_workflow_parameters(notebook),
         parameter_cell=notebook.parameters.cell_index if notebook.parameters else None,
+        future_imports=tuple((c.index, feature) for c in flow.cells
+                             for feature in _future_features(c.analysis.cell.code)),
     )
 
 
@@ -197,6 +201,16 @@ def _group_cells(flow: Dataflow, whole: bool) -> tuple[dict[int, str], dict[str,
 
 
 WHOLE_NOTEBOOK = "whole_notebook"
+
+
+def _future_features(code: str) -> list[str]:
+    """The features `from __future__ import ...` statements of `code` turn on."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    return [alias.name for node in tree.body if isinstance(node, ast.ImportFrom)
+            and node.module == "__future__" for alias in node.names]
 
 
 def _make_step(

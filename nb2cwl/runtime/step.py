@@ -16,6 +16,7 @@ from . import cache, files, live, parameters, skeleton, values
 from .arguments import Arguments, parse_arguments
 from .capture import OutputCapture
 from .failure import CellFailed, mark_failed, upstream_failure, user_traceback
+from .future import compiler_flags as future_flags
 from .settings import SettingsReplay
 
 if TYPE_CHECKING:  # the training module is imported only by steps that train (~10 ms)
@@ -44,11 +45,10 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     started = time.time()
     live.begin(spec["step"], **_shard(spec, args))
     if os.path.realpath(os.environ.get("HOME", "")) == os.path.realpath(root):
-        # StreamFlow points HOME at the job directory: keep caches (matplotlib, pip) out of
-        # the files the cell is seen to write
-        home = os.path.join(root, "nb2cwl-home")
-        os.makedirs(home, exist_ok=True)
-        os.environ["HOME"] = home
+        # StreamFlow points HOME at the job directory (as CWL asks): the kernel has the user's
+        # own (matplotlib's font cache, fonts, dotfiles), and caches must stay out of the files
+        # the cell is seen to write
+        os.environ["HOME"] = _user_home(root)
     upstream = upstream_failure(args)
     if upstream is not None:
         for cell in spec["cells"]:
@@ -62,6 +62,23 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
             _show_cached(spec, out, started)
             return 0
         return _execute(spec, args, root, out, key, raw_parameters)
+
+
+def _user_home(root: str) -> str:
+    """The user's home folder, as a kernel has it; a folder of the job where there is none
+    this step may write to (a container's user without a home)."""
+    import pwd
+
+    try:
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    except (KeyError, OSError):
+        home = ""
+    if home and os.path.isdir(home) and os.access(home, os.W_OK) and \
+            os.path.realpath(home) != os.path.realpath(root):
+        return home
+    home = os.path.join(root, "nb2cwl-home")
+    os.makedirs(home, exist_ok=True)
+    return home
 
 
 def _shard(spec: dict[str, Any], args: Arguments) -> dict[str, Any]:
@@ -93,6 +110,8 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
     """Run the step's cells (its outputs were not in the cache)."""
     plan = spec.get("training")
     executor = _executor(spec.get("skipped_magics", []))
+    future = spec.get("future", [])  # [cell, feature] of earlier cells
+    executor.future([f for cell, f in future if cell < spec["cells"][0]["index"]])
     namespace = executor.namespace
     trainer: Training | None = None
     _stage_files(spec, args, root)
@@ -112,7 +131,8 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
         if definition.get("parameter"):  # the run's value, not the notebook's
             parameters.assign([definition["parameter"]], run_values, namespace)
             return
-        code = compile(definition["code"], f"<cell {definition['cell']}>", "exec")
+        flags = future_flags([f for cell, f in future if cell <= definition["cell"]])
+        code = compile(definition["code"], f"<cell {definition['cell']}>", "exec", flags=flags)
         exec(code, namespace)
 
     def ensure_defined(names: list[str]) -> None:
@@ -142,7 +162,12 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
             (_position(s["key"]), settings.apply, s) for s in settings.due_before((first, -1))]
         for _, action, item in sorted(actions, key=lambda entry: entry[0]):
             action(item)
-        trainer = _trainer(plan, namespace)  # before any TF op: no value is loaded yet
+        for setting in (plan or {}).get("early_settings", []):  # made before the import
+            settings.run_now(setting)
+        with OutputCapture() as early:  # TensorFlow's import prints (C++ logging)
+            trainer = _trainer(plan, namespace)  # before any TF op: no value is loaded yet
+        if plan is not None and early.events:  # shown by the cell importing it, as in the
+            _EARLY[plan.get("import_cell")] = early.events  # kernel (else by another step)
         with trainer.scope() if trainer is not None else _nothing():
             by_producer: dict[str, list[str]] = {}
             for item in spec.get("inputs", []):
@@ -168,6 +193,13 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
         if spec.get("keep"):  # for pulling values into a kernel (the Jupyter integration)
             values.keep_values(namespace, spec["keep"], os.path.join(out, "values"),
                                replayable)
+        if values.UNORDERED:
+            names = ", ".join(sorted(set(values.UNORDERED)))
+            note = (f"step {spec['step']}: the set(s) in {names} may iterate in another order "
+                    "in later steps than here (the order follows the set's history); tag the "
+                    "cells that make and iterate them nb2cwl:step=<name> to keep them together")
+            report.setdefault("notes", []).append(note)
+            sys.stderr.write(f"nb2cwl: note: {note}\n")
     except CellFailed as failure:
         report["cells"].append({"index": failure.cell["index"], "outputs": failure.outputs,
                                 "execution_count": failure.cell["execution_count"]})
@@ -338,11 +370,16 @@ def _stage_files(spec: dict[str, Any], args: Arguments, root: str) -> None:
             files.stage_tree(args.one(f"files-{item['from']}"), root, item.get("paths"))
 
 
+#: Outputs made before the cells, for the cell whose code made them in the kernel.
+_EARLY: dict[int | None, list[Any]] = {}
+
+
 def _run_cell(cell: dict[str, Any], executor: Executor, spec: dict[str, Any]) -> Any:
     """Run one cell as the kernel would; its outputs."""
     count = cell["execution_count"]
     live.cell_event(cell, "running")
     with OutputCapture() as capture:
+        capture.events[:0] = _EARLY.pop(cell["index"], [])
         sender = None
         if live.active():  # the outputs so far, while the cell runs
             sender = live.CellOutputs(cell, lambda: capture.outputs)
