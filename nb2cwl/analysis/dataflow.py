@@ -230,6 +230,9 @@ def _file_inputs(
         writer = file_writer.get(key)
         if last_opaque is not None and (writer is None or writer < last_opaque):
             needed[ANY_FILE] = last_opaque  # that cell may have written it since
+        for inside, by in file_writer.items():  # a folder: what earlier cells put in it
+            if inside.startswith(key + "/") or key == ".":
+                needed[f"file:{inside}"] = by
         if writer is not None:
             needed[f"file:{key}"] = writer
             continue
