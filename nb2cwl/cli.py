@@ -92,7 +92,8 @@ def _selection_options(parser: argparse.ArgumentParser) -> None:
                         help="run only these cells (comma-separated cell ids, or indices "
                              "counting every cell from 0) and the cells they need: those "
                              "whose values, files, definitions or settings they use; the "
-                             "others do not run")
+                             "others do not run. The chosen cells run again; the cells they "
+                             "need may be reused from an earlier run (nb2cwl run)")
     parser.add_argument("--content", metavar="FILE",
                         help="take the notebook's cells from FILE (a notebook) instead of "
                              "NOTEBOOK itself, which still names the notebook and the folder "
@@ -485,7 +486,8 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
             [options.deployment, *(name for _, name in options.targets)],
             [options.deployment_file, options.content or args.notebook])
         with shield():  # StreamFlow starts up while the notebook compiles
-            engine = Engine(cache_dir, server, kubernetes, args.refresh, extra_env)
+            engine = Engine(cache_dir, server, kubernetes, args.refresh, extra_env,
+                            tuple(args.cells))
         from nb2cwl.api import compile_to_directory
 
         workflow, _ = compile_to_directory(args.notebook, out_dir, options)
@@ -506,7 +508,8 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
     sweep = values is not None and bool(values.swept)
 
     def new_engine() -> Engine:  # another combination's StreamFlow process
-        return Engine(cache_dir, server, kubernetes, args.refresh, extra_env)
+        return Engine(cache_dir, server, kubernetes, args.refresh, extra_env,
+                      tuple(args.cells))
 
     summary = run_workflow(workflow, out_dir, quiet=args.quiet, debug=args.debug,
                            engine=engine, cache=not args.no_cache, configs=configs,

@@ -26,6 +26,7 @@ from nb2cwl.ir.model import Workflow
 from nb2cwl.run_events import RunEvents
 from nb2cwl.runtime.cache import ENV as CACHE_ENV
 from nb2cwl.runtime.cache import REFRESH_ENV as CACHE_REFRESH_ENV
+from nb2cwl.runtime.cache import RERUN_CELLS_ENV
 from nb2cwl.runtime.forkclient import SERVER_ENV
 from nb2cwl.stopping import (
     RUN_ENV,
@@ -79,7 +80,8 @@ class Engine:
 
     def __init__(self, cache_dir: str | None = None, step_server: StepServer | None = None,
                  kubernetes: bool = True, refresh: bool = False,
-                 extra_env: dict[str, str] | None = None) -> None:
+                 extra_env: dict[str, str] | None = None,
+                 rerun_cells: tuple[str, ...] = ()) -> None:
         token = secrets.token_hex(8)
         env = dict(os.environ, **{RUN_ENV: token, PARENT_ENV: str(os.getpid())},
                    PYTHONHASHSEED=HASH_SEED,  # as the steps (and so the step server) hash
@@ -92,6 +94,8 @@ class Engine:
             env[CACHE_ENV] = os.path.abspath(cache_dir)
             if refresh:  # ... or run again, and keep their outputs for the next run
                 env[CACHE_REFRESH_ENV] = "1"
+            if rerun_cells:  # the steps of these cells run again (--cells)
+                env[RERUN_CELLS_ENV] = ",".join(rerun_cells)
         # steps run `python3` from PATH: make it this environment's interpreter
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
         self.env = env

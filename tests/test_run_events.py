@@ -100,7 +100,8 @@ def test_content_cells_refresh_and_kept_values(tmp_path: Path) -> None:
     out = tmp_path / "wf"
     events_file = tmp_path / "events.jsonl"
     assert main(["run", str(notebook), "-o", str(out), "--content", str(content), "--cells",
-                 "c3", "--keep-values", "--events", str(events_file), "--quiet"]) == 0
+                 "c3", "--keep-values", "--events", str(events_file), "--quiet",
+                 "--granularity", "cell"]) == 0
     assert notebook.read_text() == original  # never written
     executed = nbformat.read(str(out / "runs" / "1" / "nb.executed.ipynb"), 4)
     assert executed.cells[2].source == "b = a + 40"  # the notebook as the editor had it
@@ -111,16 +112,18 @@ def test_content_cells_refresh_and_kept_values(tmp_path: Path) -> None:
     kept = {name for e in done for name in json.loads(
         (out / ".nb2cwl-cache" / e["cache"] / "out" / "values" / "index.json").read_text())}
     assert {"a", "b"} <= kept  # every variable, though no later step reads them
-    # the same again: reused; with --refresh: run again
-    for flag, status in ((None, "cached"), ("--refresh", "done")):
+    # the same again: the chosen cell runs again, the cells it needs are reused; with
+    # --refresh every step runs again
+    for flag, expected in ((None, {"c0": "cached", "c2": "cached", "c3": "done"}),
+                           ("--refresh", {"c0": "done", "c2": "done", "c3": "done"})):
         events_file.unlink()
         extra = [flag] if flag else []
         assert main(["run", str(notebook), "-o", str(out), "--content", str(content),
                      "--cells", "c3", "--keep-values", "--events", str(events_file),
-                     "--quiet", *extra]) == 0
-        ends = {e["status"] for e in _events(events_file) if e["kind"] == "step"
-                and e["step"] != "assemble" and e["status"] not in ("queued", "running")}
-        assert ends == {status}
+                     "--quiet", "--granularity", "cell", *extra]) == 0
+        ends = {e["cell"]: e["status"] for e in _events(events_file) if e["kind"] == "cell"
+                and e["status"] not in ("queued", "running")}
+        assert ends == expected
 
 
 def test_cells_names_an_unknown_cell(tmp_path: Path, capsys) -> None:

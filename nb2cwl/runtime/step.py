@@ -58,7 +58,8 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     raw_parameters = parameters.raw_inputs(spec, root)
     key = cache.cache_key(spec, args, raw_parameters)
     with cache.exclusive(key):  # the same step with the same inputs (a sweep's combinations)
-        if key is not None and cache.restore(key, out):  # waits, then reuses the outputs
+        named = [c["id"] for c in spec["cells"]] + [str(c["index"]) for c in spec["cells"]]
+        if key is not None and cache.restore(key, out, named):  # waits, then reuses them
             _show_cached(spec, out, started)
             return 0
         return _execute(spec, args, root, out, key, raw_parameters)
