@@ -291,7 +291,7 @@ def test_streams_reach_the_cell_running_now(step_streams: None) -> None:
 
 
 def test_clear_output_and_display_updates_as_nbclient_keeps_them(step_streams: None) -> None:
-    from nb2cwl.runtime.capture import OutputCapture
+    from nb2cwl.runtime.capture import OutputCapture, settle_displays, shown
 
     with OutputCapture(echo=False) as capture:
         capture.raw_display({"text/plain": "0%"}, display_id="bar")
@@ -303,8 +303,17 @@ def test_clear_output_and_display_updates_as_nbclient_keeps_them(step_streams: N
     with OutputCapture(echo=False) as capture:
         capture.raw_display({"text/plain": "0%"}, display_id="bar")
         capture.raw_display({"text/plain": "100%"}, display_id="bar", update=True)
-    assert capture.outputs == [{"output_type": "display_data", "metadata": {},
-                                "data": {"text/plain": "100%"}}]
+    assert shown(capture.outputs) == [{"output_type": "display_data", "metadata": {},
+                                       "data": {"text/plain": "100%"}}]
+    # a later cell updates the display an earlier cell shows (the assembler settles it)
+    first = capture.outputs
+    with OutputCapture(echo=False) as later:
+        later.raw_display({"text/plain": "done"}, display_id="bar", update=True)
+        print("updated")
+    settled = settle_displays([first, later.outputs])
+    assert settled[0] == [{"output_type": "display_data", "metadata": {},
+                           "data": {"text/plain": "done"}}]
+    assert settled[1] == [{"output_type": "stream", "name": "stdout", "text": "updated\n"}]
 
 
 def test_sets_are_rebuilt_in_their_own_order(tmp_path: Path) -> None:
