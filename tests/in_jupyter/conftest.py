@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from jupyter_helpers import jupyter_paths_in
 from pytest_jupyter.jupyter_core import *  # noqa: F403
 from pytest_jupyter.jupyter_server import *  # noqa: F403
+
+from in_jupyter.jupyter_helpers import jupyter_paths_in
 
 
 @pytest.fixture

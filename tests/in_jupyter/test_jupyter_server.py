@@ -16,9 +16,9 @@ from typing import Any
 
 import nbformat
 import pytest
-from jupyter_helpers import processes_with, write_notebook
 from tornado.httpclient import HTTPClientError
 
+from in_jupyter.jupyter_helpers import processes_with, write_notebook
 from nb2cwl.integrations.runs import RunStore
 from nb2cwl.integrations.server.events import SCHEMA_ID
 

@@ -7,7 +7,8 @@ import hashlib
 import json
 from pathlib import Path
 
-FRONT_END = Path(__file__).resolve().parent.parent.parent / "nb2cwl" / "integrations" / "jupyterlab"
+FRONT_END = (Path(__file__).resolve().parent.parent.parent / "nb2cwl" / "integrations"
+             / "jupyterlab")
 
 
 def _sources_digest(root: Path) -> str:

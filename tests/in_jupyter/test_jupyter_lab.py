@@ -29,9 +29,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from jupyter_helpers import jupyter_paths_in, processes_with
 from nbclient import NotebookClient
 
+from in_jupyter.jupyter_helpers import jupyter_paths_in, processes_with
 from nb2cwl.checking.reference import kernel_environment
 
 TOKEN = "nb2cwl-e2e"

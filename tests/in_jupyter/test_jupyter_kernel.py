@@ -11,8 +11,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from jupyter_helpers import write_notebook
 from nbclient import NotebookClient
+
+from in_jupyter.jupyter_helpers import write_notebook
 
 pytestmark = pytest.mark.streamflow
 
