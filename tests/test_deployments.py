@@ -32,6 +32,11 @@ from nb2cwl.options import CompileOptions
 CHART = PROFILES.parent / "containers" / "helm" / "nb2cwl-worker"
 
 
+#: Every step hashes strings as the others do (backends/cwl.py)
+HASH_SEED = {"class": "EnvVarRequirement",
+             "envDef": [{"envName": "PYTHONHASHSEED", "envValue": "0"}]}
+
+
 def _gpu_notebook(tmp_path: Path) -> Path:
     """cell_0 -> a loop calling a @gpu_task function (split/map/gather) -> cell_3."""
     return write_notebook(
@@ -55,7 +60,7 @@ def test_without_options_every_step_is_local(tmp_path: Path) -> None:
     assert targets(config) == {"/": {"deployment": "local"}}
     assert config["deployments"] == {"local": {"type": "local", "config": {}}}
     tool = load_yaml(tmp_path / "wf" / "tools" / "cell_0.cwl")
-    assert tool["requirements"] == [{"class": "ResourceRequirement", "coresMin": 1}]
+    assert tool["requirements"] == [{"class": "ResourceRequirement", "coresMin": 1}, HASH_SEED]
     assert "hints" not in tool and "$namespaces" not in tool
 
 
@@ -82,7 +87,7 @@ def test_gpu_and_resource_needs_reach_cwl(tmp_path: Path) -> None:
     assert "hints" not in split  # only the per-item part runs the @gpu_task function
     last = load_yaml(out / "tools" / "cell_3.cwl")
     assert last["requirements"] == [{"class": "ResourceRequirement", "coresMin": 2,
-                                     "ramMin": 1536}]
+                                     "ramMin": 1536}, HASH_SEED]
     # cwltool checks the CUDARequirement's fields only with its extensions enabled
     result = subprocess.run([str(BIN / "cwltool"), "--enable-ext", "--validate",
                              str(out / "workflow.cwl")], capture_output=True, text=True)

@@ -183,7 +183,7 @@ def _execute(source: str, filename: str, namespace: dict[str, Any],
     executor.future([alias.name for node in ast.parse(source, filename).body
                      if isinstance(node, ast.ImportFrom) and node.module == "__future__"
                      for alias in node.names])  # they hold from this cell on
-    tree = ast.parse(source, filename, flags=executor.flags)
+    tree = compile(source, filename, "exec", flags=ast.PyCF_ONLY_AST | executor.flags)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body.pop()

@@ -20,9 +20,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-sync", "--disable-dev-shm-usage"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    """A headless chromium browser (Playwright's sync API) for the session."""
+    """A headless chromium browser (Playwright's sync API) for a test module: Playwright's
+    event loop runs until it stops, and other modules' tests run their own loops."""
     try:
         apt_install(("chromium",), ("chromium",))
     except EngineError as exc:
