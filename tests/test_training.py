@@ -382,3 +382,27 @@ def test_training_inside_functions_prints_what_the_kernel_prints(cells: list[str
     assert numbers and np.allclose(numbers, expected, rtol=1e-3), (printed, kernel)
     (run,) = two.glob("training-*")
     assert json.loads((run / "metrics.json").read_text())["replicas"] == 2
+
+
+# A per-epoch function holding the batch loop (ColorBot's train_one_epoch): the function is
+# not a per-batch step; running it through strategy.run gave every replica the whole epoch.
+EPOCH_FUNCTION = [
+    DETERMINISTIC_LOOP[0], DETERMINISTIC_LOOP[1], DETERMINISTIC_LOOP[2],
+    "def train_one_epoch(net, opt, data, epoch):\n"
+    "    for step, (xb, yb) in enumerate(data):\n"
+    "        with tf.GradientTape() as tape:\n"
+    "            loss = tf.reduce_mean((net(xb, training=True) - yb) ** 2)\n"
+    "        grads = tape.gradient(loss, net.trainable_variables)\n"
+    "        opt.apply_gradients(zip(grads, net.trainable_variables))\n"
+    "        if step % 4 == 0:\n"
+    "            print(f'epoch {epoch} step {step}: loss {float(loss):.4f}')",
+    "for epoch in range(3):\n    train_one_epoch(model, optimizer, dataset, epoch)",
+]
+
+
+def test_a_per_epoch_function_is_not_a_per_batch_step(tmp_path: Path) -> None:
+    step, _ = _compiled_training(EPOCH_FUNCTION, tmp_path)
+    assert step.training.within == "train_one_epoch"
+    assert step.training.step_function is None
+    assert "run(train_one_epoch" not in step.training.prelude + "".join(
+        c.code for c in step.cells)

@@ -169,7 +169,7 @@ def _is_model_class(cls: nodes.ClassDef, qualify: Qualify, depth: int) -> bool:
 
 def _first_custom_loop(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite | None:
     for loop in _loops(body):
-        inline = _tape_and_apply(loop.body, qualify)
+        inline = _tape_and_apply(loop.body, qualify)  # in this loop, not in one inside it
         if inline:
             return TrainingSite("custom_loop", loop.lineno, tuple(_trained_models(loop)),
                                 None, (loop.lineno,),
@@ -190,7 +190,8 @@ def _first_custom_loop(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSi
 def _training_function(call: nodes.Call, qualify: Qualify,
                        depth: int) -> nodes.FunctionDef | None:
     """The user function (or method) `call` runs when its body records a tape and applies
-    gradients."""
+    gradients once per call: a function whose tape is inside a loop of its own (a per-epoch
+    function) holds the batch loop; it is not a per-batch step."""
     if depth > _MAX_DEPTH:
         return None
     if isinstance(call.func, nodes.Name):
@@ -204,13 +205,15 @@ def _training_function(call: nodes.Call, qualify: Qualify,
 
 
 def _tape_and_apply(body: list[nodes.NodeNG], qualify: Qualify) -> bool:
+    """True when `body` itself (not a loop or function inside it) records a GradientTape and
+    applies gradients (`apply_gradients`, or Keras 3's `optimizer.apply`)."""
     tape = apply = False
-    for node in _nodes(body):
+    for node in _nodes_outside_loops(body):
         if isinstance(node, nodes.With):
             tape = tape or any(isinstance(ctx, nodes.Call) and qualify(ctx.func) == GRADIENT_TAPE
                                for ctx, _ in node.items)
         elif isinstance(node, nodes.Call) and isinstance(node.func, nodes.Attribute):
-            apply = apply or node.func.attrname == "apply_gradients"
+            apply = apply or node.func.attrname in ("apply_gradients", "apply")
     return tape and apply
 
 
@@ -307,9 +310,16 @@ def _methods(attribute: nodes.Attribute, module: nodes.Module | None) -> list[no
 # --- helpers -----------------------------------------------------------------------------
 
 
-def _nodes(body: list[nodes.NodeNG]) -> Iterator[nodes.NodeNG]:
-    for stmt in body:
-        yield from stmt.nodes_of_class(nodes.NodeNG)  # the statement itself included
+def _nodes_outside_loops(body: list[nodes.NodeNG]) -> Iterator[nodes.NodeNG]:
+    """The nodes of `body`, not descending into loops, functions or classes inside it."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (nodes.For, nodes.While, nodes.FunctionDef, nodes.ClassDef,
+                             nodes.Lambda)):
+            continue
+        stack.extend(reversed(list(node.get_children())))
 
 
 def _calls(body: list[nodes.NodeNG]) -> Iterator[nodes.Call]:
