@@ -61,18 +61,21 @@ def test_compiled_training_steps(case) -> None:
     assert len(code.splitlines()) == len(source.splitlines())  # tracebacks keep their lines
     if case.kind == "keras_fit":
         assert step.training.distributed and code.rstrip() == source.rstrip()
-    elif case.step_function is None:
-        assert not step.training.distributed
-        assert any("in the loop body" in r for r in step.reasons)
-    elif case.file == "custom_loop_plain_step.ipynb":  # batches sliced from arrays by index
-        assert not step.training.distributed
-        assert any("nothing to split across replicas" in r for r in step.reasons)
+        return
+    assert step.training.distributed, step.reasons
+    assert "__nb2cwl_training__.split(" in code
+    rewritten = _rewritten(step)
+    assert "__nb2cwl_training__.all_reduce_gradients(" in rewritten
+    if case.step_function is None:  # the tape in the loop body: lifted into a function
+        assert "__nb2cwl_training__.run(__nb2cwl_step_" in code
     else:
-        assert step.training.distributed, step.reasons
         assert f"__nb2cwl_training__.run({case.step_function}" in code
-        assert "__nb2cwl_training__.distribute(" in code
-        rewritten = step.training.prelude + "".join(c.code for c in step.cells)
-        assert "__nb2cwl_training__.scale_gradients(" in rewritten
+
+
+def _rewritten(step) -> str:
+    """The step's code as it runs: the rewritten definitions, then its cells."""
+    return "".join(code for _, code in step.training.preludes) + "".join(
+        c.code for c in step.cells)
 
 
 def test_tf_data_pipelines_stay_with_the_training_that_uses_them() -> None:
@@ -345,7 +348,7 @@ def test_training_inside_functions_is_found(tmp_path: Path) -> None:
     step, _ = _compiled_training(HELPER_LOOP, tmp_path)
     assert step.training.kind == "custom_loop" and step.training.within == "train"
     assert step.training.distributed and step.training.step_function == "train_step"
-    assert "run(train_step" in step.training.prelude + "".join(c.code for c in step.cells)
+    assert "run(train_step" in _rewritten(step)
     step, _ = _compiled_training(TRAINER_CLASS, tmp_path)
     assert step.training.kind == "custom_loop" and step.training.within == "fit"
     assert not step.training.distributed  # a method's loop: one device, and why
@@ -404,5 +407,4 @@ def test_a_per_epoch_function_is_not_a_per_batch_step(tmp_path: Path) -> None:
     step, _ = _compiled_training(EPOCH_FUNCTION, tmp_path)
     assert step.training.within == "train_one_epoch"
     assert step.training.step_function is None
-    assert "run(train_one_epoch" not in step.training.prelude + "".join(
-        c.code for c in step.cells)
+    assert "run(train_one_epoch" not in _rewritten(step)

@@ -138,10 +138,13 @@ class TrainingPlan:
     models: tuple[str, ...]
     distributed: bool = True
     step_function: str | None = None
-    prelude: str = ""  # code run after the inputs load, before the cells (rewritten defs)
+    # (cell, code) run after the inputs load, before the cells: rewritten definitions and the
+    # functions lifted from loop bodies, their lines where they are in that cell
+    preludes: tuple[tuple[int, str], ...] = ()
     seed: str | None = None
     scale_learning_rate: bool = False
     within: str | None = None  # the notebook function the training is in (the cell calls it)
+    reason: str | None = None  # why it stays on one device (when `distributed` is False)
 
     def to_json(self) -> dict:
         """The plan as plain JSON data for the step runtime."""

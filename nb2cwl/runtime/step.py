@@ -174,8 +174,8 @@ def _nothing() -> Any:
 def _begin_training(trainer: Training, plan: dict[str, Any],
                     namespace: dict[str, Any]) -> None:
     trainer.begin(namespace)
-    if plan.get("prelude"):  # the step function, rewritten for the strategy
-        exec(compile(plan["prelude"], f"<cell {plan['cell']}>", "exec"), namespace)
+    for cell, code in plan.get("preludes", []):  # definitions rewritten for the strategy
+        exec(compile(code, f"<cell {cell}>", "exec"), namespace)
 
 
 def _training_log(report: dict[str, Any], cell: int) -> str:
