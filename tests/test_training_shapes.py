@@ -292,6 +292,7 @@ def _same_up_to_numbers(text: str, reference: str) -> None:
 PROGRAMS = {
     "inline-tape-sum-loss": INLINE_SUM,
     "epoch-function-sum-plus-mean": EPOCH_FUNCTION_MIXED,
+    "script-nested-step-sys-exit": SCRIPT_NESTED,
     "script-next-apply-batchnorm": SCRIPT_NEXT_APPLY_BN,
     "numpy-slices-sum-loss": NUMPY_SLICES_SUM,
 }
@@ -327,3 +328,53 @@ def test_the_shapes_compile_to_the_rewrites_they_need(tmp_path: Path) -> None:
     assert step.training.within == "train_one_epoch"
     assert "reconstruction + __nb2cwl_training__.share(0.1 * penalty)" in code
     assert "'sum')" in code
+
+
+# Gap 10: a script sees `python script.py`'s argv and ends normally at sys.exit(0), wherever
+# it is; a notebook sees the kernel's argv, and sys.exit there is an error, as in Jupyter.
+SCRIPT_EXITS = """\
+import argparse
+import sys
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--size", type=int, default=3)
+args = parser.parse_args()
+print("argv", sys.argv, "size", args.size)
+
+total = sum(range(args.size))
+print("total", total)
+
+if total > 0:
+    sys.exit(0)
+
+print("never printed")
+"""
+
+
+@pytest.mark.streamflow
+def test_a_script_runs_as_python_runs_it_and_a_notebook_as_the_kernel(tmp_path: Path) -> None:
+    script = _write(SCRIPT_EXITS, tmp_path / "script", "exits")
+    run = _start(script, tmp_path / "script-out", 1)
+    reference = _reference(script)
+    assert reference == "argv ['exits.py'] size 3\ntotal 3\n"
+    stdout, stderr = run.communicate(timeout=600)
+    assert run.returncode == 0, stdout[-2000:] + stderr[-2000:]
+    result = sorted((tmp_path / "script-out" / "runs").iterdir())[-1]
+    executed = nbformat.read(next(result.glob("*.executed.ipynb")), as_version=4)
+    assert _printed(executed) == reference
+    assert not [o for c in executed.cells if c.cell_type == "code" for o in c.outputs
+                if o.get("output_type") == "error" or o.get("name") == "stderr"]
+    notebook = _notebook(["import sys\nprint(sys.argv[1:2])", "sys.exit(0)", "print('after')"],
+                         tmp_path / "exits.ipynb")
+    run = _start(notebook, tmp_path / "notebook-out", 1)
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    kernel = nbformat.read(notebook, as_version=4)
+    with pytest.raises(CellExecutionError, match="SystemExit"):
+        NotebookClient(kernel, timeout=120, kernel_name="python3").execute()
+    stdout, stderr = run.communicate(timeout=600)
+    assert run.returncode != 0 and "SystemExit: 0" in stdout + stderr
+    result = sorted((tmp_path / "notebook-out" / "runs").iterdir())[-1]
+    executed = nbformat.read(next(result.glob("*.executed.ipynb")), as_version=4)
+    assert _printed(executed) == _printed(kernel) == "['-f']\n"

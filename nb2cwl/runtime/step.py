@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 from . import cache, files, parameters, skeleton, values
 from .arguments import Arguments, parse_arguments
 from .capture import OutputCapture
-from .failure import CellFailed, mark_failed, upstream_failure, user_traceback
+from .failure import (
+    CellFailed,
+    ScriptEnded,
+    ends_script,
+    mark_failed,
+    upstream_failure,
+    user_traceback,
+)
 from .settings import SettingsReplay
 
 if TYPE_CHECKING:  # the training module is imported only by steps that train (~10 ms)
@@ -62,8 +69,9 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
              raw_parameters: dict[str, Any]) -> int:
     """Run the step's cells (its outputs were not in the cache)."""
     plan = spec.get("training")
-    executor = _executor(spec.get("skipped_magics", []))
+    executor = _executor(spec.get("skipped_magics", []), spec.get("program") == "script")
     namespace = executor.namespace
+    sys.argv = _program_argv(spec)
     trainer: Training | None = None
     _stage_files(spec, args, root)
     run_values = parameters.values(spec, raw_parameters, root)
@@ -129,12 +137,21 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
                 if index == declared.get("cell"):  # as papermill injects after that cell
                     parameters.assign(declared["names"], run_values, namespace)
 
-            _run_role(spec, args, executor, out, report, replayable, settings, after_cell)
+            try:
+                _run_role(spec, args, executor, out, report, replayable, settings, after_cell)
+            except ScriptEnded as ended:  # sys.exit(0): the script's end; later cells skip
+                report["cells"].append({"index": ended.cell["index"], "outputs": ended.outputs,
+                                        "execution_count": ended.cell["execution_count"]})
+                report["exited_cell"] = ended.cell["index"]
         if trainer is not None:
             report["training"] = trainer.finish(namespace, out, spec["step"],
                                                 _training_log(report, plan["cell"]))
-        values.save_values(namespace, spec.get("outputs", []), spec.get("groups", []),
-                           os.path.join(out, "values"), replayable)
+        if "exited_cell" in report:
+            mark_failed(out, {"cell": report["exited_cell"], "step": spec["step"],
+                              "exited": True})
+        else:
+            values.save_values(namespace, spec.get("outputs", []), spec.get("groups", []),
+                               os.path.join(out, "values"), replayable)
     except CellFailed as failure:
         report["cells"].append({"index": failure.cell["index"], "outputs": failure.outputs,
                                 "execution_count": failure.cell["execution_count"]})
@@ -173,9 +190,18 @@ def _nothing() -> Any:
 
 def _begin_training(trainer: Training, plan: dict[str, Any],
                     namespace: dict[str, Any]) -> None:
+    import linecache
+
     trainer.begin(namespace)
+    names: set[str] = set()
     for cell, code in plan.get("preludes", []):  # definitions rewritten for the strategy
-        exec(compile(code, f"<cell {cell}>", "exec"), namespace)
+        name = f"<cell {cell}>"
+        while name in names:
+            name = name[:-1] + "'>"
+        names.add(name)
+        # its source is where tracebacks and AutoGraph (a @tf.function) look for it
+        linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+        exec(compile(code, name, "exec"), namespace)
 
 
 def _training_log(report: dict[str, Any], cell: int) -> str:
@@ -253,7 +279,20 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
                                 "execution_count": cell["execution_count"]})
 
 
-def _executor(skipped_magics: list[str]) -> Executor:
+def _program_argv(spec: dict[str, Any]) -> list[str]:
+    """The sys.argv the cells see: `python script.py`'s for a script (the script's name
+    alone), the kernel's for a notebook (ipykernel's launcher and its connection file)."""
+    if spec.get("program") == "script":
+        return [spec["notebook"]]
+    import importlib.util
+
+    found = importlib.util.find_spec("ipykernel_launcher")
+    launcher = found.origin if found is not None and found.origin else "ipykernel_launcher.py"
+    runtime = os.path.join(os.path.expanduser("~"), ".local", "share", "jupyter", "runtime")
+    return [launcher, "-f", os.path.join(runtime, f"kernel-nb2cwl-{os.getpid()}.json")]
+
+
+def _executor(skipped_magics: list[str], script: bool = False) -> Executor:
     """IPython's own shell where IPython is importable (as in Jupyter), else plain exec."""
     module = types.ModuleType("__main__")
     _hints_module()
@@ -268,6 +307,7 @@ def _executor(skipped_magics: list[str]) -> Executor:
         executor = PlainExecutor(module)
     else:
         executor = create(module, skipped_magics)
+    executor.script = script  # SystemExit(0) ends a script quietly, as `python` does
     sys.modules["__main__"] = module
     return executor
 
@@ -297,6 +337,8 @@ def _run_cell(cell: dict[str, Any], executor: Executor, spec: dict[str, Any]) ->
     count = cell["execution_count"]
     with OutputCapture() as capture:
         ok, error = executor.run_cell(cell, count)
+    if not ok and ends_script(spec, error):
+        raise ScriptEnded(cell, capture.outputs)
     if not ok:
         _failed(cell, error, spec, capture, executor.filename_of(count))
     return capture.outputs
