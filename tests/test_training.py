@@ -419,3 +419,52 @@ def test_a_per_epoch_function_is_not_a_per_batch_step(tmp_path: Path) -> None:
     assert step.training.within == "train_one_epoch"
     assert step.training.step_function is None
     assert "run(train_one_epoch" not in _rewritten(step)
+
+
+# Training the analysis used to miss silently: each is found and runs under the strategy, or
+# runs as written on one device with the reason (a fallback in explain).
+FIT_SHAPES = {
+    "applications": ("model = tf.keras.applications.MobileNetV2(weights=None, "
+                     "input_shape=(32, 32, 3), classes=4)\n"
+                     "model.compile(optimizer='adam', loss='sparse_categorical_crossentropy')\n"
+                     "model.fit(np.zeros((8, 32, 32, 3)), np.zeros(8), epochs=1)"),
+    "sibling-factory": ("from netlib import build_model\n\nmodel = build_model()\n"
+                        "model.fit(np.zeros((8, 4)), np.zeros(8), epochs=1)"),
+    "self-model": ("class Trainer:\n    def __init__(self):\n"
+                   "        self.model = keras.Sequential([keras.Input((4,)), "
+                   "keras.layers.Dense(1)])\n"
+                   "        self.model.compile(optimizer='sgd', loss='mse')\n\n"
+                   "    def train(self, x, y):\n        return self.model.fit(x, y, epochs=1)\n\n\n"
+                   "Trainer().train(np.zeros((8, 4)), np.zeros(8))"),
+}
+NETLIB = ("import keras\n\n\ndef build_model():\n"
+          "    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])\n"
+          "    model.compile(optimizer='sgd', loss='mse')\n    return model\n")
+
+
+@pytest.mark.parametrize("shape", list(FIT_SHAPES))
+def test_a_keras_fit_the_analysis_used_to_miss_is_distributed(shape: str,
+                                                              tmp_path: Path) -> None:
+    (tmp_path / "netlib.py").write_text(NETLIB)
+    step, _ = _compiled_training([DETERMINISTIC_LOOP[0], FIT_SHAPES[shape]], tmp_path)
+    assert step.training.kind == "keras_fit" and step.training.distributed
+    assert any("runs under a tf.distribute strategy" in r for r in step.reasons)
+
+
+@pytest.mark.parametrize(("code", "reason"), [
+    ("model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])\n"
+     "model.compile(optimizer='sgd', loss='mse')\n"
+     "for i in range(2):\n    model.train_on_batch(np.zeros((8, 4)), np.zeros(8))",
+     "model.train_on_batch(...) trains on the whole batch"),
+    ("from elsewhere import make_model\n\nmodel = make_model()\n"
+     "model.fit(np.zeros((8, 4)), np.zeros(8))",
+     "model.fit(...) may train a Keras model, but nb2cwl cannot tell what model is"),
+], ids=["train_on_batch", "undetermined-fit"])
+def test_training_kept_on_one_device_says_why(code: str, reason: str, tmp_path: Path) -> None:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(c) for c in (DETERMINISTIC_LOOP[0], code)]
+    path = tmp_path / "shape.ipynb"
+    nbformat.write(notebook, str(path))
+    workflow = compile_notebook(str(path))
+    assert not [s for s in workflow.steps if s.training is not None]
+    assert [f for f in workflow.fallbacks if f.cell == 1 and reason in f.reason]

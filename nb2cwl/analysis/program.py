@@ -78,7 +78,7 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
                     "run's values are assigned after the parameters cell instead",
                     notebook.location(cell), "note"))
     active = [c for c in notebook.code_cells if not directives[c.index].skip]
-    module, spans, offsets = _whole_module(active)
+    module, spans, offsets = _whole_module(active, notebook.path)
     inferrer = AstroidInferrer()
     state = NamespaceState()
     results: list[CellAnalysis] = []
@@ -377,7 +377,7 @@ def _generator_function(name: nodes.Name) -> str | None:
 
 
 def _whole_module(
-    cells: list[Cell],
+    cells: list[Cell], path: str | None = None,
 ) -> tuple[nodes.Module | None, dict[int, list], dict[int, int]]:
     """One astroid module of every cell in order (inference sees across cells)."""
     chunks: list[str] = []
@@ -390,7 +390,8 @@ def _whole_module(
         chunks.append(code)
         line += count
     try:
-        module = astroid.parse("".join(chunks), module_name="__notebook__")
+        # with the notebook's path: modules beside it are found, as in the kernel
+        module = astroid.parse("".join(chunks), module_name="__notebook__", path=path)
     except (AstroidError, SyntaxError, ValueError, RecursionError):
         return None, {}, {}
     spans: dict[int, list] = {index: [] for _, _, index in starts}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from nb2cwl.analysis.dataflow import Dataflow
 from nb2cwl.analysis.skeletons import MapSkeleton
+from nb2cwl.analysis.training import ONE_DEVICE
 from nb2cwl.errors import Diagnostic, DirectiveError
 from nb2cwl.frontend.directives import notebook_deployments
 from nb2cwl.frontend.reader import safe_name
@@ -87,7 +88,7 @@ def build_workflow(flow: Dataflow) -> Workflow:
             + [Fallback(c.index, f"line {c.analysis.training.line}: "
                                  f"{c.analysis.training.detail}")
                for c in flow.cells if c.analysis.training is not None
-               and c.analysis.training.kind == "tf1_session"]),
+               and c.analysis.training.kind in ONE_DEVICE]),
         settings=tuple(Setting(s.key, s.cell_index, s.line, s.code, s.owners, s.kinds,
                                tuple(d.key for d in s.requires)) for s in flow.settings),
         skipped_magics=tuple(sorted({m for c in flow.cells
@@ -268,7 +269,7 @@ def _training(cells: list, flow: Dataflow) -> TrainingPlan | None:
     """The plan of the first Keras fit or custom loop in the step's cells (TF1: none)."""
     for cell_flow in cells:
         site = cell_flow.analysis.training
-        if site is None or site.kind == "tf1_session":
+        if site is None or site.kind in ONE_DEVICE:
             continue
         return TrainingPlan(site.kind, cell_flow.index, site.line, site.models,
                             step_function=site.step_function,
