@@ -100,6 +100,7 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
             raise AnalysisError("the cell is nested too deeply to analyse; split it into "
                                 "smaller expressions or functions",
                                 notebook.location(cell)) from None
+        _origin(analysis, offsets, {c.index: c.code.count("\n") + 1 for c in active})
         _relative_lines(analysis, offset)
         functions.update(function_definitions(cell.code))
         analysis.seconds = estimate_cell(cell.code, functions)
@@ -189,6 +190,19 @@ def _analyse_cell(
     return CellAnalysis(cell, directives, effects, finals, definition_only, unserializable,
                         groups, stars, skeleton, blocked, training,
                         find_seed(body, walker.qualify), settings, not body)
+
+
+def _origin(analysis: CellAnalysis, offsets: dict[int, int], sizes: dict[int, int]) -> None:
+    """Training in a function the cell calls: the whole-module line of its loop (or fit) as
+    (cell, line of that cell)."""
+    site = analysis.training
+    if site is None or not isinstance(site.origin, int) or not site.origin:
+        return
+    for index, offset in offsets.items():
+        if offset < site.origin <= offset + sizes.get(index, 0):
+            analysis.training = replace(site, origin=(index, site.origin - offset))
+            return
+    analysis.training = replace(site, origin=None)
 
 
 def _relative_lines(analysis: CellAnalysis, offset: int) -> None:

@@ -66,6 +66,9 @@ class TrainingSite:
     loops: tuple[int, ...] = ()
     detail: str = ""
     within: str | None = None  # the notebook function the training is in (the cell calls it)
+    # where in `within` the loop (or fit) is: a whole-module line while the cell is analysed,
+    # then (cell, line of that cell)
+    origin: int | tuple[int, int] | None = None
 
 
 def find_training(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite | None:
@@ -332,8 +335,7 @@ def _in_called_functions(body: list[nodes.NodeNG], qualify: Qualify) -> Training
             site, name = found
             return TrainingSite(
                 site.kind, call.lineno, () if site.kind == "keras_fit" else site.models,
-                site.step_function, (), f"{site.detail} in {name}() (called at line "
-                f"{call.lineno})", within=name)
+                site.step_function, (), site.detail, within=name, origin=site.line)
     return None
 
 

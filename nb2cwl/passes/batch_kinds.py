@@ -25,7 +25,7 @@ says which line and why.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 HELPER = "__nb2cwl_training__"
@@ -56,7 +56,10 @@ _PER_EXAMPLE = frozenset({
     "sparse_softmax_cross_entropy_with_logits", "sqrt", "square", "squared_difference",
     "squeeze", "stop_gradient", "subtract", "swish", "tanh", "truediv", "where",
     "weighted_cross_entropy_with_logits", "zeros_like", "l2_normalize", "astype", "clip",
-    "log_softmax_v2", "softmax_v2", "silu",
+    "log_softmax_v2", "softmax_v2", "silu", "conv1d", "conv2d", "conv3d", "conv2d_transpose",
+    "depthwise_conv2d", "separable_conv2d", "max_pool", "max_pool1d", "max_pool2d",
+    "max_pool3d", "avg_pool", "avg_pool1d", "avg_pool2d", "avg_pool3d", "bias_add",
+    "batch_normalization",
 })
 #: Per-example functions whose `axis` must not be the batch's.
 _AXIS_FUNCTIONS = frozenset({"argmax", "argmin", "concat", "expand_dims", "squeeze",
@@ -86,6 +89,7 @@ class Unit:
     code: str
     tree: ast.Module = field(init=False)
     edits: dict[tuple[int, int], str] = field(default_factory=dict)
+    made: set[tuple[int, int, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.tree = ast.parse(self.code)
@@ -101,7 +105,11 @@ class Unit:
         return sum(len(x) for x in lines[:line - 1]) + column
 
     def edit(self, start: int, end: int, text: str) -> None:
-        """Replace code[start:end] by `text` (insertions have start == end)."""
+        """Replace code[start:end] by `text` (insertions have start == end); an edit already
+        made (the same function analysed again) is made once."""
+        if (start, end, text) in self.made:
+            return
+        self.made.add((start, end, text))
         key = (start, end)
         if key in self.edits and start == end:
             self.edits[key] = self.edits[key] + text if text.startswith(")") else (
@@ -135,6 +143,8 @@ class Program:
         self.methods: dict[str, list[ast.FunctionDef]] = {}  # the classes' methods by name
         self.assigned: dict[str, list[ast.expr]] = {}
         self.owner: dict[int, Unit] = {}  # id(node) -> unit, for the functions
+        self.where: Callable[[Unit, int], str] = lambda unit, line: (
+            f"cell {unit.cell}, line {line}")
         for unit in units:
             for node in ast.walk(unit.tree):
                 if isinstance(node, ast.Import):
@@ -269,19 +279,30 @@ class Findings:
 class ReplicaCode:
     """Walks the code each replica runs, giving kinds and recording the edits it needs."""
 
-    def __init__(self, program: Program, loop_batch: set[str], recording: bool = True) -> None:
+    def __init__(self, program: Program, loop_batch: set[str], recording: bool = True,
+                 where: Callable[[Unit, int], str] | None = None) -> None:
         self.program = program
+        self.where = where or (lambda unit, line: f"cell {unit.cell}, line {line}")
         self.loop_batch = loop_batch  # names holding the global batch where the loop runs
         self.recording = recording  # False: only the kinds (code that runs once, unchanged)
         self.findings = Findings(batch_names=set(loop_batch))
         self._analysed: dict[tuple[int, tuple[tuple[str, str], ...]], str] = {}
         self._active: list[int] = []
+        self._captures: list[set[tuple[str, int, int, str]]] = []  # edits of the functions
+        self._rewrites: dict[int, set[tuple[str, int, int, str]]] = {}  # being analysed
+
+    def at(self, scope: Scope, node: ast.AST) -> str:
+        """Where `node` is, as the user reads it."""
+        return self.where(scope.unit, node.lineno)  # type: ignore[attr-defined]
 
     def wrap(self, unit: Unit, node: ast.AST, opening: str, closing: str = ")") -> None:
-        if self.recording:
-            unit.wrap(node, opening, closing)
+        start, end = unit.span(node)
+        self.edit(unit, start, start, opening)
+        self.edit(unit, end, end, closing)
 
     def edit(self, unit: Unit, start: int, end: int, text: str) -> None:
+        if self._captures:
+            self._captures[-1].add((unit.key, start, end, text))
         if self.recording:
             unit.edit(start, end, text)
 
@@ -302,7 +323,7 @@ class ReplicaCode:
                 self.assign(target, kind, scope, node)
         elif isinstance(node, ast.AugAssign):
             if not isinstance(node.target, ast.Name):
-                raise Unsafe(f"line {node.lineno}: `{ast.unparse(node)}` changes an object "
+                raise Unsafe(f"{self.at(scope, node)}: `{ast.unparse(node)}` changes an object "
                              "outside the step on every replica")
             current = scope.kind(node.target.id) or C
             kind = self._binop(node.op, current, self.expr(node.value, scope),
@@ -322,7 +343,7 @@ class ReplicaCode:
         elif isinstance(node, (ast.If, ast.While)):
             kind = self.expr(node.test, scope)
             if kind != C:
-                raise Unsafe(f"line {node.lineno}: the condition `{ast.unparse(node.test)}` "
+                raise Unsafe(f"{self.at(scope, node)}: the condition `{ast.unparse(node.test)}` "
                              "depends on the batch: each replica sees only its share of it "
                              "and they may take different branches")
             self.body(node.body, scope)
@@ -330,7 +351,7 @@ class ReplicaCode:
         elif isinstance(node, ast.For):
             kind = self.expr(node.iter, scope)
             if kind != C:
-                raise Unsafe(f"line {node.lineno}: the loop over `{ast.unparse(node.iter)}` "
+                raise Unsafe(f"{self.at(scope, node)}: the loop over `{ast.unparse(node.iter)}` "
                              "depends on the batch")
             self.assign(node.target, C, scope, node)
             self.body(node.body, scope)
@@ -344,7 +365,7 @@ class ReplicaCode:
             self.body(node.orelse, scope)
             self.body(node.finalbody, scope)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            raise Unsafe(f"line {node.lineno}: `{ast.unparse(node)}`: every replica would "
+            raise Unsafe(f"{self.at(scope, node)}: `{ast.unparse(node)}`: every replica would "
                          f"change {', '.join(node.names)}")
         elif isinstance(node, ast.FunctionDef):
             scope.nested[node.name] = node
@@ -356,12 +377,12 @@ class ReplicaCode:
         elif isinstance(node, ast.Delete):
             for target in node.targets:
                 if not isinstance(target, ast.Name):
-                    raise Unsafe(f"line {node.lineno}: `{ast.unparse(node)}` changes an "
+                    raise Unsafe(f"{self.at(scope, node)}: `{ast.unparse(node)}` changes an "
                                  "object outside the step on every replica")
         elif isinstance(node, ast.Raise):
             return
         else:
-            raise Unsafe(f"line {node.lineno}: nb2cwl does not run a "
+            raise Unsafe(f"{self.at(scope, node)}: nb2cwl does not run a "
                          f"`{type(node).__name__}` statement on replicas")
 
     def assign(self, target: ast.expr, kind: str, scope: Scope, node: ast.stmt) -> None:
@@ -373,7 +394,7 @@ class ReplicaCode:
                 self.assign(element.value if isinstance(element, ast.Starred) else element,
                             kind, scope, node)
         else:
-            raise Unsafe(f"line {node.lineno}: `{ast.unparse(node).splitlines()[0]}` changes "
+            raise Unsafe(f"{self.at(scope, node)}: `{ast.unparse(node).splitlines()[0]}` changes "
                          "an object outside the step on every replica")
 
     def returned(self, node: ast.Return, scope: Scope) -> None:
@@ -383,7 +404,7 @@ class ReplicaCode:
         kinds = [self.expr(v, scope) for v in values]
         for value, kind in zip(values, kinds, strict=True):
             if kind == U and scope.entry:
-                raise Unsafe(f"line {value.lineno}: cannot tell how the returned "
+                raise Unsafe(f"{self.at(scope, value)}: cannot tell how the returned "
                              f"`{ast.unparse(value)}` depends on the batch (a per-example "
                              "value, a mean or a sum over the batch)")
             if kind in COMBINE and scope.entry:
@@ -417,12 +438,12 @@ class ReplicaCode:
             self.expr(func.value, scope)
         if any(isinstance(a, ast.Starred) for a in call.args) or any(
                 k.arg is None for k in call.keywords):
-            raise Unsafe(f"line {call.lineno}: `{ast.unparse(call)}` passes * or ** "
+            raise Unsafe(f"{self.at(scope, call)}: `{ast.unparse(call)}` passes * or ** "
                          "arguments nb2cwl cannot split")
         for argument, kind in zip([*call.args, *(k.value for k in call.keywords)], kinds,
                                   strict=True):
             if kind == U:
-                raise Unsafe(f"line {call.lineno}: cannot tell how `{ast.unparse(argument)}`"
+                raise Unsafe(f"{self.at(scope, call)}: cannot tell how `{ast.unparse(argument)}`"
                              f", passed to {ast.unparse(func)}, depends on the batch")
         unit = scope.unit
         start, func_end = unit.span(func)
@@ -440,10 +461,10 @@ class ReplicaCode:
         if isinstance(call.func, ast.Attribute):
             self.expr(call.func.value, scope)
         if call.func.attr == "minimize":  # type: ignore[attr-defined]
-            raise Unsafe(f"line {call.lineno}: optimizer.minimize computes its own gradients; "
+            raise Unsafe(f"{self.at(scope, call)}: optimizer.minimize computes its own gradients; "
                          "nb2cwl distributes tape.gradient + apply_gradients")
         if any(k != C for k in kinds):
-            raise Unsafe(f"line {call.lineno}: the gradients applied by "
+            raise Unsafe(f"{self.at(scope, call)}: the gradients applied by "
                          f"`{ast.unparse(call.func)}` do not come from a GradientTape of the "
                          "step (nb2cwl all-reduces those)")
         self.findings.applies += 1
@@ -462,7 +483,7 @@ class ReplicaCode:
             if known is not None:
                 return known
             if node.id in self.loop_batch:
-                raise Unsafe(f"line {node.lineno}: the step reads the batch `{node.id}` from "
+                raise Unsafe(f"{self.at(scope, node)}: the step reads the batch `{node.id}` from "
                              "outside instead of taking it as an argument")
             return C  # a global: a model, an optimizer, a constant
         if isinstance(node, ast.Attribute):
@@ -611,7 +632,7 @@ class ReplicaCode:
                     return C
                 return C if kinds <= {C} else U
             if func.id == "next":
-                raise Unsafe(f"line {call.lineno}: `{ast.unparse(call)}` inside the step: "
+                raise Unsafe(f"{self.at(scope, call)}: `{ast.unparse(call)}` inside the step: "
                              "each replica would draw batches of its own")
             loss = self._loss_object(func.id, scope)
             if loss is not None:
@@ -670,7 +691,7 @@ class ReplicaCode:
         for other in [*call.args[1:], *(k.value for k in call.keywords)]:
             self.expr(other, scope)
         if kind in (U, B):
-            raise Unsafe(f"line {call.lineno}: cannot tell how the loss "
+            raise Unsafe(f"{self.at(scope, call)}: cannot tell how the loss "
                          f"`{ast.unparse(target)}` depends on the batch: nb2cwl distributes "
                          "a loss that is a mean or a sum over the batch (or a sum of such "
                          "terms), so the replicas' gradients add up to the global batch's")
@@ -689,7 +710,7 @@ class ReplicaCode:
             shape = keywords.get("shape", args[0] if args else None)
             if shape is not None and self._per_example_shape(shape, scope):
                 return E  # each replica draws for its own examples
-            raise Unsafe(f"line {call.lineno}: `{ast.unparse(call)}` draws random numbers of "
+            raise Unsafe(f"{self.at(scope, call)}: `{ast.unparse(call)}` draws random numbers of "
                          "a fixed shape on every replica; draw them for the replica's "
                          "examples (a shape from tf.shape(x)[0]) or before the step")
         if everything <= {C}:
@@ -770,11 +791,9 @@ class ReplicaCode:
         if key in self._analysed:
             return self._analysed[key]
         if len(self._active) > 4 or id(function) in self._active:
-            raise Unsafe(f"line {function.lineno}: {function.name} calls itself or nests too "
+            where = self.where(self._unit_of(function, caller), function.lineno)
+            raise Unsafe(f"{where}: {function.name} calls itself or nests too "
                          "deep for nb2cwl to follow")
-        if any(id(function) == k[0] for k in self._analysed):
-            raise Unsafe(f"line {function.lineno}: {function.name} is called with values of "
-                         "different kinds; nb2cwl rewrites it for one")
         unit = self._unit_of(function, caller)
         outer = caller if caller is not None and function.name in _nested_names(caller) else None
         scope = Scope(dict(bound), function, unit, outer=outer, layers=set(layers or ()),
@@ -783,10 +802,18 @@ class ReplicaCode:
             if isinstance(node, ast.FunctionDef):
                 scope.nested[node.name] = node
         self._active.append(id(function))
+        self._captures.append(set())
         try:
             self.body(function.body, scope)
         finally:
             self._active.pop()
+            edits = self._captures.pop()
+        if self._rewrites.setdefault(id(function), edits) != edits:
+            where = self.where(unit, function.lineno)
+            raise Unsafe(f"{where}: {function.name} is called with values that "
+                         "need different rewrites on the replicas (a per-example value in one "
+                         "call, the same value everywhere in another); nb2cwl rewrites a "
+                         "function one way")
         kinds = set(scope.returns)
         result = C if not kinds else (kinds.pop() if len(kinds) == 1 else U)
         self._analysed[key] = result

@@ -26,6 +26,7 @@ as written and runs on the default (one-device) strategy, and the step's reasons
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import replace
 
 from nb2cwl.ir.model import CellCode, Step, TrainingPlan, Workflow
@@ -54,11 +55,18 @@ def prepare_training(workflow: Workflow, scale_learning_rate: bool = False) -> W
     return replace(workflow, steps=tuple(steps))
 
 
+#: The partition's reason for a training step's own boundaries (passes/partition.py).
+_OWN_STEP = "a step of its own: a training step, run under its own strategy"
+
+
 def _prepare(workflow: Workflow, step: Step, scale_learning_rate: bool) -> Step:
     plan = replace(step.training, scale_learning_rate=scale_learning_rate)  # type: ignore[type-var]
-    where = f"cell {plan.cell}, line {plan.line}"
+    where = workflow.where(plan.cell, plan.line)
+    called = ""
+    if plan.within and plan.origin:
+        called = f" (in {plan.within}() at {workflow.where(*plan.origin)}, called here)"
     if plan.kind == "keras_fit":
-        what = (f"Keras fit in {plan.within}() (called there)" if plan.within
+        what = (f"Keras fit{called or f' in {plan.within}() (called here)'}" if plan.within
                 else f"Keras fit of {', '.join(plan.models)}")
         reason = (f"{where}: {what} runs under a tf.distribute strategy chosen at run time; "
                   "the model is built or loaded in its scope")
@@ -66,12 +74,14 @@ def _prepare(workflow: Workflow, step: Step, scale_learning_rate: bool) -> Step:
     try:
         cells, preludes, what = _rewrite_custom_loop(workflow, step, plan)
     except Unsafe as unsafe:
-        reason = f"{where}: custom training loop kept on one device: {unsafe}"
+        reason = f"{where}: custom training loop{called} kept on one device: {unsafe}"
+        reasons = tuple(f"{_OWN_STEP[:-len('run under its own strategy')]}kept on one device "
+                        "(below)" if r == _OWN_STEP else r for r in step.reasons)
         return replace(step, training=replace(plan, distributed=False, reason=str(unsafe)),
-                       reasons=(*step.reasons, reason))
-    reason = (f"{where}: custom training loop distributed: {what} runs on the replicas, each "
-              "on its share of the batch; its gradients are all-reduced by how the loss "
-              "depends on the batch, so every update is the notebook's")
+                       reasons=(*reasons, reason))
+    reason = (f"{where}: custom training loop{called} distributed: {what} runs on the "
+              "replicas, each on its share of the batch; its gradients are all-reduced by how "
+              "the loss depends on the batch, so every update is the notebook's")
     return replace(step, cells=cells, training=replace(plan, preludes=preludes),
                    reasons=(*step.reasons, reason))
 
@@ -80,6 +90,7 @@ def _rewrite_custom_loop(workflow: Workflow, step: Step, plan: TrainingPlan
                          ) -> tuple[tuple[CellCode, ...], tuple[tuple[int, str], ...], str]:
     units = _units(workflow, step)
     program = Program(units)
+    program.where = lambda unit, line: workflow.where(unit.cell, line)
     training_unit = next(u for u in units if u.key == f"cell:{plan.cell}")
     if plan.step_function is not None and not plan.step_function.isidentifier():
         raise Unsafe(f"the step function {plan.step_function} is not a plain name (a method "
@@ -107,12 +118,32 @@ def _rewrite_custom_loop(workflow: Workflow, step: Step, plan: TrainingPlan
 
 
 def _units(workflow: Workflow, step: Step) -> list[Unit]:
-    """The step's cells and the definitions it replays, in notebook order."""
+    """The step's cells and the definitions it replays, in notebook order; a replayed
+    definition as its cell has it, at its lines there (tracebacks and explain show those)."""
     wanted = set(step.replay)
-    units = [Unit(f"replay:{r.key}", r.cell_index, r.code) for r in workflow.replays
-             if r.key in wanted]
+    cells = {c.index: c.code for s in workflow.steps for c in s.cells}
+    cells.update({c.index: c.code for c in workflow.quiet_cells})
+    units = [Unit(f"replay:{r.key}", r.cell_index,
+                  _as_in_cell(cells.get(r.cell_index), r.names) or r.code)
+             for r in workflow.replays if r.key in wanted]
     units += [Unit(f"cell:{c.index}", c.index, c.code) for c in step.cells]
     return units
+
+
+def _as_in_cell(code: str | None, names: tuple[str, ...]) -> str | None:
+    """The statement of `code` defining `names`, at its own lines (earlier lines blank)."""
+    if code is None:
+        return None
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and (node.name,) == names:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            lines = code.splitlines(keepends=True)[first - 1:node.end_lineno]
+            return "\n" * (first - 1) + "".join(lines)
+    return None
 
 
 def _unit(units: list[Unit], key: str) -> Unit:
@@ -137,11 +168,12 @@ def _distribute_step_calls(program: Program, unit: Unit, body: list[ast.stmt],
              and isinstance(n.func, ast.Name) and n.func.id == name]
     if not calls:
         raise Unsafe(f"the cell does not call {name} directly")
-    replicas = ReplicaCode(program, set())
+    replicas = ReplicaCode(program, set(), where=program.where)
     for call in calls:
         loop = _enclosing_loop(call, parents)
         if loop is None:
-            raise Unsafe(f"{name} is called outside a loop at line {call.lineno}: there are "
+            raise Unsafe(f"{name} is called outside a loop at "
+                         f"{program.where(unit, call.lineno)}: there are "
                          "no batches to split")
         batch = _batch_kinds(program, loop, call)
         if (call.keywords and any(k.arg is None for k in call.keywords)) or any(
@@ -151,7 +183,8 @@ def _distribute_step_calls(program: Program, unit: Unit, body: list[ast.stmt],
         kinds = [E if _reads(a, batch) else C for a in arguments]
         if E not in kinds:
             raise Unsafe(f"no loop hands {name} the batches it iterates over (its arguments "
-                         f"at line {call.lineno} do not come from the loop's batch): there is "
+                         f"at {program.where(unit, call.lineno)} do not come from the loop's "
+                         "batch): there is "
                          "nothing to split across replicas")
         replicas.loop_batch = batch
         parameters = [a.arg for a in function.args.posonlyargs + function.args.args]
@@ -177,7 +210,7 @@ def _distribute_step_calls(program: Program, unit: Unit, body: list[ast.stmt],
         paren = unit.code.index("(", func_end)
         unit.edit(start, start, f"{HELPER}.run(")
         unit.edit(paren, paren + 1, ", " if arguments else "")
-    return f"each {name}(...)"
+    return f"each {name}(...) of the loop at {program.where(unit, loop.lineno)}"
 
 
 # --- a batch loop with the tape in its body ----------------------------------------------------
@@ -186,14 +219,15 @@ def _distribute_step_calls(program: Program, unit: Unit, body: list[ast.stmt],
 def _lift_batch_body(program: Program, unit: Unit, body: list[ast.stmt],
                      enclosing: ast.FunctionDef | None, step: Step,
                      lifted: list[tuple[int, str]]) -> str:
-    loop, first, last = _inline_loop(body)
+    loop, first, last = _inline_loop(body, lambda line: program.where(unit, line))
     segment = loop.body[first:last + 1]
     batch = _batch_kinds(program, loop, segment[0])
-    replicas = ReplicaCode(program, set())
+    replicas = ReplicaCode(program, set(), where=program.where)
     scope = Scope({n: E for n in batch}, None, unit)
     replicas.body(segment, scope)
     if not replicas.findings.gradients:
-        raise Unsafe(f"the loop at line {loop.lineno} does not call gradient() on its tape")
+        raise Unsafe(f"the loop at {program.where(unit, loop.lineno)} does not call gradient() "
+                     "on its tape")
     enclosing_locals = _locals(enclosing) if enclosing is not None else set()
     reads = _reads_before_assignment(segment)
     parameters = [n for n in reads if n in batch or n in enclosing_locals]
@@ -203,7 +237,8 @@ def _lift_batch_body(program: Program, unit: Unit, body: list[ast.stmt],
     for name in returned:
         kind = scope.kinds.get(name, U)
         if kind == U:
-            raise Unsafe(f"`{name}`, set at line {_assigned_line(segment, name)} of the "
+            set_at = program.where(unit, _assigned_line(segment, name))
+            raise Unsafe(f"`{name}`, set at {set_at} of the "
                          "per-batch code, is used afterwards, and nb2cwl cannot tell how it "
                          "depends on the batch")
         wrapped.append(f"{HELPER}.total({name}, {COMBINE[kind]!r})" if kind in COMBINE
@@ -233,11 +268,13 @@ def _lift_batch_body(program: Program, unit: Unit, body: list[ast.stmt],
     statement_start = unit.offset(start_line, segment[0].col_offset)
     statement_end = unit.offset(end_line, segment[-1].end_col_offset or 0)
     unit.edit(statement_start, statement_end, call + "\n" * (end_line - start_line))
-    return (f"the per-batch code at lines {start_line}-{end_line} (the GradientTape and the "
-            "optimizer update)")
+    end = program.where(unit, end_line).rsplit(", ", 1)[-1]
+    return (f"the per-batch code from {program.where(unit, start_line)} to {end} (the "
+            "GradientTape to the optimizer update)")
 
 
-def _inline_loop(body: list[ast.stmt]) -> tuple[ast.For | ast.While, int, int]:
+def _inline_loop(body: list[ast.stmt], where: Callable[[int], str]
+                 ) -> tuple[ast.For | ast.While, int, int]:
     """The loop whose body records the tape and applies the update; the indices of the first
     and last statements of that body the replicas run."""
     for loop in _walk(body):
@@ -252,7 +289,7 @@ def _inline_loop(body: list[ast.stmt]) -> tuple[ast.For | ast.While, int, int]:
             return loop, tapes[0], updates[-1]
         if any(_is_tape(n) for n in _walk(loop.body) if isinstance(n, ast.Call)) and not any(
                 isinstance(n, (ast.For, ast.While)) for n in _walk(loop.body)):
-            raise Unsafe(f"the GradientTape of the loop at line {loop.lineno} is inside a "
+            raise Unsafe(f"the GradientTape of the loop at {where(loop.lineno)} is inside a "
                          "condition or another statement; nb2cwl lifts a tape written "
                          "directly in the batch loop's body")
     raise Unsafe("no batch loop records a GradientTape and applies its gradients in its body")
