@@ -75,6 +75,10 @@ _MEANS = frozenset({"reduce_mean", "mean", "average"})
 _LIBRARIES = ("tensorflow", "numpy", "keras.ops", "keras.backend", "keras.activations",
               "keras.random")
 _EFFECTS = frozenset({"print", "summary", "tensorflow.print"})  # library calls with effects
+#: Methods that change their object (used for their value, they would run on every replica).
+_MUTATORS = frozenset({"append", "extend", "insert", "pop", "popitem", "remove", "clear",
+                       "update", "add", "discard", "setdefault", "assign", "assign_add",
+                       "assign_sub", "write", "send", "put"})
 #: What builds a Keras layer or model (applied example by example).
 _LAYER_MAKERS = ("keras.Sequential", "keras.Model", "keras.models.", "keras.layers.",
                  "keras.applications.", "keras.saving.load_model", "keras.Layer")
@@ -326,8 +330,12 @@ class ReplicaCode:
                 raise Unsafe(f"{self.at(scope, node)}: `{ast.unparse(node)}` changes an object "
                              "outside the step on every replica")
             current = scope.kind(node.target.id) or C
-            kind = self._binop(node.op, current, self.expr(node.value, scope),
-                               ast.Name(node.target.id), node.value, scope, node)
+            added = self.expr(node.value, scope)
+            if isinstance(node.op, (ast.Add, ast.Sub)) and added == S and current in (M, C):
+                raise Unsafe(f"{self.at(scope, node)}: `{ast.unparse(node)}` adds a sum over "
+                             "the batch to a value every replica holds; write it as "
+                             f"`{node.target.id} = {node.target.id} + ...`")
+            kind = self._binop(node.op, current, added, node.target, node.value, scope, node)
             self.assign(node.target, kind, scope, node)
         elif isinstance(node, ast.Expr):
             if isinstance(node.value, ast.Call):
@@ -336,6 +344,13 @@ class ReplicaCode:
                 self.expr(node.value, scope)
         elif isinstance(node, ast.With):
             for item in node.items:
+                manager = item.context_expr
+                name = self.program.qualified(manager.func if isinstance(manager, ast.Call)
+                                              else manager) or ""
+                if not name.startswith(("tensorflow.", "keras.")):
+                    raise Unsafe(f"{self.at(scope, node)}: `with {ast.unparse(manager)}` would "
+                                 "be entered on every replica; nb2cwl runs TensorFlow's own "
+                                 "context managers (GradientTape, name_scope, device) there")
                 kind = self.expr(item.context_expr, scope)
                 if item.optional_vars is not None:
                     self.assign(item.optional_vars, C if kind != U else U, scope, node)
@@ -656,6 +671,9 @@ class ReplicaCode:
                 return B if func.attr in ("numpy", "item") else U
             if base != C:
                 return U
+            if func.attr in _MUTATORS:
+                raise Unsafe(f"{self.at(scope, call)}: `{ast.unparse(call)}` changes "
+                             f"{ast.unparse(func.value)} on every replica")
             if kinds <= {C}:
                 return C
             methods = self.program.methods.get(func.attr, [])

@@ -221,14 +221,22 @@ def _lift_batch_body(program: Program, unit: Unit, body: list[ast.stmt],
                      lifted: list[tuple[int, str]]) -> str:
     loop, first, last = _inline_loop(body, lambda line: program.where(unit, line))
     segment = loop.body[first:last + 1]
+    for node in _walk(segment):
+        if isinstance(node, (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom,
+                             ast.Await)) and _enclosing_loop_in(node, segment) is None:
+            raise Unsafe(f"{program.where(unit, node.lineno)}: `{ast.unparse(node)}` between "
+                         "the GradientTape and the optimizer update leaves the loop (or the "
+                         "function); nb2cwl lifts that code into a function of its own")
     batch = _batch_kinds(program, loop, segment[0])
-    replicas = ReplicaCode(program, set(), where=program.where)
+    replicas = ReplicaCode(program, set(batch), where=program.where)
     scope = Scope({n: E for n in batch}, None, unit)
     replicas.body(segment, scope)
     if not replicas.findings.gradients:
         raise Unsafe(f"the loop at {program.where(unit, loop.lineno)} does not call gradient() "
                      "on its tape")
-    enclosing_locals = _locals(enclosing) if enclosing is not None else set()
+    # what the lifted function reads that the enclosing function (or, at the top level, the
+    # segment itself: an accumulator) binds goes in as an argument
+    enclosing_locals = _locals(enclosing) if enclosing is not None else scope.local_names
     reads = _reads_before_assignment(segment)
     parameters = [n for n in reads if n in batch or n in enclosing_locals]
     outside = _names_read_outside(unit, segment, enclosing, step, program)
@@ -369,6 +377,17 @@ def _parents(body: list[ast.stmt]) -> dict[int, ast.AST]:
     return parents
 
 
+def _enclosing_loop_in(node: ast.AST, statements: list[ast.stmt]) -> ast.AST | None:
+    """The loop inside `statements` that holds `node`, if any (a break there stays in it)."""
+    parents = _parents(statements)
+    current = parents.get(id(node))
+    while current is not None:
+        if isinstance(current, (ast.For, ast.While)):
+            return current
+        current = parents.get(id(current))
+    return None
+
+
 def _enclosing_loop(node: ast.AST, parents: dict[int, ast.AST]) -> ast.For | ast.While | None:
     current = parents.get(id(node))
     while current is not None:
@@ -383,8 +402,11 @@ def _locals(function: ast.FunctionDef) -> set[str]:
     names = {a.arg for a in function.args.posonlyargs + function.args.args
              + function.args.kwonlyargs}
     names |= {a.arg for a in (function.args.vararg, function.args.kwarg) if a is not None}
+    in_comprehensions = {id(n) for c in _walk(function.body) if isinstance(c, ast.comprehension)
+                         for n in ast.walk(c.target)}
     for node in _walk(function.body):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)) and \
+                id(node) not in in_comprehensions:
             names.add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             names.add(node.name)
@@ -399,8 +421,9 @@ def _reads_before_assignment(statements: list[ast.stmt]) -> list[str]:
     reads: list[str] = []
 
     def read(node: ast.AST) -> None:
+        bound_inside = _comprehension_targets(node)
         for name in sorted(names_read([node]), key=lambda n: (n.lineno, n.col_offset)):
-            if name.id not in assigned and name.id not in reads:
+            if name.id not in assigned and name.id not in reads and name.id not in bound_inside:
                 reads.append(name.id)
 
     def bind(target: ast.AST) -> None:
@@ -430,6 +453,7 @@ def _reads_before_assignment(statements: list[ast.stmt]) -> list[str]:
                 walk(statement.orelse, False)
             elif isinstance(statement, ast.For):
                 read(statement.iter)
+                bind(statement.target)  # what the body reads of it, it bound first
                 walk(statement.body, False)
                 walk(statement.orelse, False)
             else:
@@ -437,6 +461,12 @@ def _reads_before_assignment(statements: list[ast.stmt]) -> list[str]:
 
     walk(statements, True)
     return reads
+
+
+def _comprehension_targets(node: ast.AST) -> set[str]:
+    """The names comprehensions inside `node` bind (their own scope's)."""
+    return {n.id for c in ast.walk(node) if isinstance(c, ast.comprehension)
+            for n in ast.walk(c.target) if isinstance(n, ast.Name)}
 
 
 def _names_read_outside(unit: Unit, segment: list[ast.stmt], enclosing: ast.FunctionDef | None,

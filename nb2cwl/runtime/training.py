@@ -315,7 +315,7 @@ class Training:
         python = isinstance(value, (int, float)) and not isinstance(value, bool)
         tensor = tf.convert_to_tensor(value)
         if mode == "batch":
-            result = context.all_gather(tensor, axis=0)
+            result = _all_gather(tf, context, tensor)
         else:
             weight = self._shares[index] if mode == "mean" else 1.0
             result = context.all_reduce(tf.distribute.ReduceOp.SUM,
@@ -580,6 +580,16 @@ def _split_arguments(tf: Any, arguments: Any, replicas: int) -> tuple[list[Any],
     parts = [tf.nest.pack_sequence_as(arguments, [cut(item, r) for item in flat])
              for r in range(replicas)]
     return parts, sizes
+
+
+def _all_gather(tf: Any, context: Any, tensor: Any) -> Any:
+    """The replicas' tensors concatenated in order (all-gather takes few dtypes: others go
+    through int32 or float32 and back)."""
+    dtype = tensor.dtype
+    if dtype in (tf.float32, tf.float16, tf.float64, tf.int32, tf.int64):
+        return context.all_gather(tensor, axis=0)
+    carrier = tf.float32 if dtype.is_floating else tf.int32
+    return tf.cast(context.all_gather(tf.cast(tensor, carrier), axis=0), dtype)
 
 
 def _scale(tf: Any, value: Any, weight: float) -> Any:
