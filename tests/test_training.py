@@ -515,3 +515,44 @@ def test_explain_gives_a_scripts_own_lines_and_one_story_per_step(tmp_path: Path
     assert data["within"] == "main" and "cannot tell how the loss" in data["reason"]
     assert all(s["training"] is None for s in explain_data(workflow)["steps"]
                if s["name"] != step.name)
+
+
+def _step_with(body: str) -> list[str]:
+    """DETERMINISTIC_LOOP with train_step's body replaced."""
+    return [*DETERMINISTIC_LOOP[:3], "def train_step(xb, yb):\n" + body, DETERMINISTIC_LOOP[4]]
+
+
+TAPE = "    with tf.GradientTape() as tape:\n        pred = model(xb, training=True)\n"
+UPDATE = ("    grads = tape.gradient(loss, model.trainable_variables)\n"
+          "    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
+          "    return loss")
+
+
+@pytest.mark.parametrize(("cells", "reason"), [
+    (_step_with(TAPE + "        loss = tf.sqrt(tf.reduce_mean((pred - yb) ** 2))\n" + UPDATE),
+     "cell 3, line 5: cannot tell how the loss `loss` depends on the batch"),
+    (_step_with(TAPE + "        loss = tf.reduce_mean((pred - yb) ** 2)\n"
+                "    if loss > 1.0:\n        print('large')\n" + UPDATE),
+     "cell 3, line 5: the condition `loss > 1.0` depends on the batch"),
+    (_step_with("    noise = tf.random.normal([32, 8])\n" + TAPE.replace("xb,", "xb + noise,")
+                + "        loss = tf.reduce_mean((pred - yb) ** 2)\n" + UPDATE),
+     "draws random numbers of a fixed shape on every replica"),
+    (_step_with(TAPE + "        centred = pred - tf.reduce_mean(pred, axis=0)\n"
+                "        loss = tf.reduce_mean((centred - yb) ** 2)\n" + UPDATE),
+     "cannot tell how the loss"),
+    ([*DETERMINISTIC_LOOP[:3],
+      "for epoch in range(2):\n    for xb, yb in dataset:\n"
+      "        with tf.GradientTape() as tape:\n"
+      "            loss = tf.reduce_mean((model(xb) - yb) ** 2)\n"
+      "        if loss < 0.01:\n            break\n"
+      "        grads = tape.gradient(loss, model.trainable_variables)\n"
+      "        optimizer.apply_gradients(zip(grads, model.trainable_variables))"],
+     "`break` between the GradientTape and the optimizer update leaves the loop"),
+], ids=["nonlinear-loss", "condition-on-loss", "fixed-shape-noise", "batch-centring",
+        "early-exit"])
+def test_a_loop_the_analysis_cannot_prove_stays_on_one_device(cells: list[str], reason: str,
+                                                              tmp_path: Path) -> None:
+    step, _ = _compiled_training(cells, tmp_path)
+    assert not step.training.distributed
+    assert reason in step.training.reason, step.training.reason
+    assert "__nb2cwl_training__" not in _rewritten(step)
