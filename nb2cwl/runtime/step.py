@@ -90,8 +90,7 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
         if definition.get("parameter"):  # the run's value, not the notebook's
             parameters.assign([definition["parameter"]], run_values, namespace)
             return
-        code = compile(definition["code"], f"<cell {definition['cell']}>", "exec")
-        exec(code, namespace)
+        exec(_compiled(definition["code"], definition["cell"]), namespace)
 
     def ensure_defined(names: list[str]) -> None:
         for name in names:
@@ -190,18 +189,26 @@ def _nothing() -> Any:
 
 def _begin_training(trainer: Training, plan: dict[str, Any],
                     namespace: dict[str, Any]) -> None:
+    trainer.begin(namespace)
+    for cell, code in plan.get("preludes", []):  # definitions rewritten for the strategy
+        exec(_compiled(code, cell), namespace)
+
+
+_SOURCES: set[str] = set()  # the file names given to code run outside the cells
+
+
+def _compiled(code: str, cell: int) -> types.CodeType:
+    """`code` of cell `cell` (a replayed or rewritten definition) compiled under a file name
+    of its own, its source registered where tracebacks and AutoGraph (a @tf.function) look
+    for it: "<cell 3>", then "<cell 3'>" for the next piece of the same cell."""
     import linecache
 
-    trainer.begin(namespace)
-    names: set[str] = set()
-    for cell, code in plan.get("preludes", []):  # definitions rewritten for the strategy
-        name = f"<cell {cell}>"
-        while name in names:
-            name = name[:-1] + "'>"
-        names.add(name)
-        # its source is where tracebacks and AutoGraph (a @tf.function) look for it
-        linecache.cache[name] = (len(code), None, code.splitlines(True), name)
-        exec(compile(code, name, "exec"), namespace)
+    name = f"<cell {cell}>"
+    while name in _SOURCES:
+        name = name[:-1] + "'>"
+    _SOURCES.add(name)
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+    return compile(code, name, "exec")
 
 
 def _training_log(report: dict[str, Any], cell: int) -> str:
