@@ -180,7 +180,7 @@ def _distribute_step_calls(program: Program, unit: Unit, body: list[ast.stmt],
                 isinstance(a, ast.Starred) for a in call.args):
             raise Unsafe(f"a call of {name} passes * or ** arguments")
         arguments = [*call.args, *(k.value for k in call.keywords)]
-        kinds = [E if _reads(a, batch) else C for a in arguments]
+        kinds = [_argument_kind(program, a, batch) for a in arguments]
         if E not in kinds:
             raise Unsafe(f"no loop hands {name} the batches it iterates over (its arguments "
                          f"at {program.where(unit, call.lineno)} do not come from the loop's "
@@ -196,7 +196,8 @@ def _distribute_step_calls(program: Program, unit: Unit, body: list[ast.stmt],
                 if isinstance(argument, ast.Name) and argument.id in program.layers:
                     layers.add(parameters[index])
         for keyword in call.keywords:
-            bound[keyword.arg] = E if _reads(keyword.value, batch) else C  # type: ignore[index]
+            bound[keyword.arg] = _argument_kind(  # type: ignore[index]
+                program, keyword.value, batch)
         outer = None
         if function.name in nested and enclosing is not None:
             outer = Scope({}, enclosing, unit, nested=nested)
@@ -346,9 +347,31 @@ def _batch_kinds(program: Program, loop: ast.For | ast.While, before: ast.AST) -
             for target in node.targets:
                 for name in ast.walk(target):
                     if isinstance(name, ast.Name):
-                        scope.kinds[name.id] = E if kind == E or _reads(value, {
-                            n for n, k in scope.kinds.items() if k == E}) else C
+                        scope.kinds[name.id] = _split_kind(kind, value, scope)
     return {n for n, k in scope.kinds.items() if k == E}
+
+
+def _split_kind(kind: str, value: ast.expr, scope: Scope) -> str:
+    """E (split across the replicas) for a value of the loop that is the batch or computed
+    from it example by example, or computed from it in a way the analysis cannot tell (split:
+    a shape that does not split fails loudly); C (the same on every replica) for anything
+    else, such as the batch's size or a mean over it: the loop computed it on the global
+    batch, as the notebook does."""
+    if kind == E:
+        return E
+    if kind == U and _reads(value, {n for n, k in scope.kinds.items() if k == E}):
+        return E
+    return C
+
+
+def _argument_kind(program: Program, argument: ast.expr, batch: set[str]) -> str:
+    """How the loop hands `argument` to the per-batch code (see `_split_kind`)."""
+    scope = Scope(dict.fromkeys(batch, E), None, Unit("loop", 0, "pass"))
+    try:
+        kind = ReplicaCode(program, set(), recording=False).expr(argument, scope)
+    except Unsafe:
+        kind = U
+    return _split_kind(kind, argument, scope)
 
 
 def _reads(node: ast.AST, names: set[str]) -> bool:
