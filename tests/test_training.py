@@ -556,3 +556,41 @@ def test_a_loop_the_analysis_cannot_prove_stays_on_one_device(cells: list[str], 
     assert not step.training.distributed
     assert reason in step.training.reason, step.training.reason
     assert "__nb2cwl_training__" not in _rewritten(step)
+
+
+KINDS_PRELUDE = ("import tensorflow as tf\nimport keras\n"
+                 "model = keras.Sequential([keras.layers.Dense(1)])\n"
+                 "mean_loss = keras.losses.MeanSquaredError()\n"
+                 "sum_loss = keras.losses.MeanSquaredError(reduction='sum')\n")
+
+
+@pytest.mark.parametrize(("expression", "kind"), [
+    ("tf.reduce_mean(tf.square(model(x) - y))", "M"),
+    ("tf.reduce_sum(tf.square(model(x) - y)) / 32", "S"),
+    ("tf.reduce_mean(-tf.reduce_sum(y * tf.math.log(model(x))))", "S"),  # TF-Examples
+    ("mean_loss(y, model(x))", "M"),
+    ("sum_loss(y, model(x))", "S"),
+    ("tf.reduce_mean(keras.losses.mean_squared_error(y, model(x)))", "M"),
+    ("tf.reduce_sum(tf.square(x)) / tf.cast(tf.shape(x)[0], tf.float32)", "M"),
+    ("tf.reduce_mean(tf.reduce_sum(tf.square(x), axis=-1))", "M"),
+    ("tf.nn.compute_average_loss(tf.square(x), global_batch_size=32)", "S"),
+    ("tf.reduce_max(x, axis=-1)", "E"),
+    ("tf.sqrt(tf.reduce_mean(tf.square(x)))", "U"),
+    ("tf.reduce_mean(x, axis=0)", "M"),
+    ("x - tf.reduce_mean(x, axis=0)", "U"),
+    ("tf.reduce_max(x)", "U"),
+    ("tf.transpose(x)", "U"),
+    ("tf.reduce_mean(x) * tf.reduce_mean(y)", "U"),
+])
+def test_each_value_of_the_per_batch_code_has_a_kind(expression: str, kind: str) -> None:
+    """E per example, S a sum over the batch, M a mean over it, U unknown (batch_kinds)."""
+    import ast
+
+    from nb2cwl.passes.batch_kinds import Program, ReplicaCode, Scope, Unit
+
+    unit = Unit("cell:0", 0, KINDS_PRELUDE + f"value = {expression}\n")
+    analysis = ReplicaCode(Program([unit]), set(), recording=False)
+    scope = Scope({"x": "E", "y": "E"}, None, unit)
+    statement = unit.tree.body[-1]
+    assert isinstance(statement, ast.Assign)
+    assert analysis.expr(statement.value, scope) == kind

@@ -69,6 +69,9 @@ _AXIS_DEFAULT_ZERO = frozenset({"argmax", "argmin"})
 _RANDOM = frozenset({"normal", "uniform", "truncated_normal", "random_normal",
                      "random_uniform", "categorical", "gamma", "poisson", "shuffle",
                      "randint", "rand", "randn", "binomial"})
+_OTHER_REDUCTIONS = frozenset({"reduce_max", "reduce_min", "reduce_prod", "reduce_logsumexp",
+                               "reduce_any", "reduce_all", "reduce_std", "reduce_variance",
+                               "max", "min", "prod", "logsumexp", "std", "var", "norm"})
 _SUMS = frozenset({"reduce_sum", "sum", "l2_loss", "count_nonzero", "compute_average_loss"})
 _MEANS = frozenset({"reduce_mean", "mean", "average"})
 #: Library modules whose functions the tables describe (after alias resolution).
@@ -277,7 +280,6 @@ class Findings:
 
     gradients: int = 0  # tape.gradient calls all-reduced
     applies: int = 0  # optimizer updates
-    batch_names: set[str] = field(default_factory=set)  # the loop's batch variables
 
 
 class ReplicaCode:
@@ -289,7 +291,7 @@ class ReplicaCode:
         self.where = where or (lambda unit, line: f"cell {unit.cell}, line {line}")
         self.loop_batch = loop_batch  # names holding the global batch where the loop runs
         self.recording = recording  # False: only the kinds (code that runs once, unchanged)
-        self.findings = Findings(batch_names=set(loop_batch))
+        self.findings = Findings()
         self._analysed: dict[tuple[int, tuple[tuple[str, str], ...]], str] = {}
         self._active: list[int] = []
         self._captures: list[set[tuple[str, int, int, str]]] = []  # edits of the functions
@@ -742,6 +744,12 @@ class ReplicaCode:
         axis = keywords.get("axis", args[1] if len(args) > 1 and short not in (
             "clip_by_value", "where", "matmul", "one_hot", "gather", "embedding_lookup",
             "compute_average_loss") else None)
+        if short in _OTHER_REDUCTIONS:  # per example over other axes; never over the batch
+            first = kinds[0] if kinds else C
+            if first == E and axis is not None and not _mentions_zero(axis) and \
+                    self.expr(axis, scope) == C:
+                return E
+            return U
         if short in _SUMS or short in _MEANS:
             first = kinds[0] if kinds else C
             if short == "compute_average_loss":
