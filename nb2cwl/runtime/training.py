@@ -612,10 +612,40 @@ def _gradients_already_reduced() -> Iterator[None]:
         return
     reduce = TFOptimizer._all_reduce_sum_gradients
     TFOptimizer._all_reduce_sum_gradients = lambda self, grads_and_vars: list(grads_and_vars)
+    others = _other_optimizers()
+    for cls, _ in others:
+        cls.apply_gradients = _refuse_apply
     try:
         yield
     finally:
         TFOptimizer._all_reduce_sum_gradients = reduce
+        for cls, apply in others:
+            cls.apply_gradients = apply
+
+
+def _other_optimizers() -> list[tuple[type, Any]]:
+    """Optimizer classes other than Keras 3's that sum the replicas' gradients themselves
+    (TF1's tf.compat.v1.train optimizers, tf-keras'): the rewritten step cannot use them."""
+    found = []
+    try:
+        from tensorflow.python.training.optimizer import Optimizer as TF1Optimizer
+
+        found.append((TF1Optimizer, TF1Optimizer.apply_gradients))
+    except ImportError:
+        pass
+    legacy = sys.modules.get("tf_keras")
+    if legacy is not None:
+        for cls in {legacy.optimizers.Optimizer, legacy.optimizers.legacy.Optimizer}:
+            found.append((cls, cls.apply_gradients))
+    return found
+
+
+def _refuse_apply(self: Any, *args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError(
+        f"nb2cwl: {type(self).__name__} sums the replicas' gradients itself, and the step's "
+        "gradients are already the global batch's: it would apply them once per replica. "
+        "Use a Keras 3 optimizer (keras.optimizers), or run this step on one replica "
+        "(unset NB2CWL_CPU_REPLICAS)")
 
 
 @contextlib.contextmanager
