@@ -27,3 +27,10 @@ def __getattr__(name: str) -> Any:
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'nb2cwl' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext nb2cwl`: the %nb2cwl magics (nb2cwl.integrations.ipython)."""
+    from nb2cwl.integrations.ipython import load_ipython_extension as load
+
+    load(ipython)

@@ -8,12 +8,14 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from nb2cwl.analysis.dataflow import build_dataflow
+from nb2cwl.analysis.dataflow import build_dataflow, needed_cells
 from nb2cwl.analysis.program import analyse_notebook
 from nb2cwl.backends.calibration import deployment_costs
 from nb2cwl.backends.deployments import bind_steps, plan_deployments
 from nb2cwl.backends.writer import write_workflow
 from nb2cwl.errors import DirectiveError, Location, OptionError
+from nb2cwl.frontend.directives import TAG_SKIP
+from nb2cwl.frontend.model import Notebook
 from nb2cwl.frontend.reader import read_notebook
 from nb2cwl.ir.model import Workflow
 from nb2cwl.ir.validate import InvalidWorkflow, validate_workflow
@@ -26,6 +28,7 @@ from nb2cwl.passes.training import prepare_training
 from nb2cwl.stopping import shield
 
 if TYPE_CHECKING:
+    from nb2cwl.analysis.dataflow import Dataflow
     from nb2cwl.backends.bundle import BundleOptions, BundleSummary
 
 
@@ -50,8 +53,11 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _compile(path: str, options: CompileOptions) -> Workflow:
-    notebook = read_notebook(path)
+    notebook = read_notebook(path, options.content)
     flow = build_dataflow(analyse_notebook(notebook))
+    if options.only_cells:  # the chosen cells and what they need; the others do not run
+        notebook = skip_unneeded(notebook, flow, options.only_cells)
+        flow = build_dataflow(analyse_notebook(notebook))
     workflow = build_workflow(flow)
     if options.scatter:
         workflow = scatter_loops(workflow, options.chunks)
@@ -69,9 +75,31 @@ def _compile(path: str, options: CompileOptions) -> Workflow:
         workflow = with_profile(workflow, profile)
     costs, default = deployment_costs(workflow, options)
     workflow = partition(workflow, costs, default, profile, options.granularity, options.swept)
+    if options.keep_values:
+        workflow = replace(workflow, keep_values=True)
     # after partitioning: a step function defined in a cell the training step now runs in
     # place is rewritten there, not only replayed before it
     return prepare_training(workflow, options.scale_learning_rate)
+
+
+def skip_unneeded(notebook: Notebook, flow: Dataflow, chosen: tuple[str, ...]) -> Notebook:
+    """`notebook` with every code cell tagged nb2cwl:skip but the `chosen` ones (cell ids, or
+    indices as text) and the cells they need."""
+    by_id = {cell.cell_id: cell.index for cell in notebook.cells}
+    indices = set()
+    for item in chosen:
+        if item in by_id:
+            indices.add(by_id[item])
+        elif item.isdigit() and int(item) < len(notebook.cells):
+            indices.add(int(item))
+        else:
+            raise OptionError(f"--cells: no cell {item!r} (give cell ids or indices)",
+                              Location(notebook.name))
+    keep = needed_cells(flow, indices)
+    cells = tuple(
+        cell if not cell.is_code or cell.index in keep or TAG_SKIP in cell.tags
+        else replace(cell, tags=(*cell.tags, TAG_SKIP)) for cell in notebook.cells)
+    return replace(notebook, cells=cells)
 
 
 def compile_to_directory(path: str, out_dir: str,

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from nb2cwl.ir.model import Workflow
     from nb2cwl.launch import StepServer
     from nb2cwl.parameter_values import RunValues
+    from nb2cwl.run_events import RunEvents
 
 # The compiler is imported inside the commands: `nb2cwl run` starts StreamFlow first, so that
 # StreamFlow's start-up overlaps with importing the compiler and compiling.
@@ -85,6 +86,28 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="show full tracebacks and StreamFlow's log")
 
 
+def _selection_options(parser: argparse.ArgumentParser) -> None:
+    """Which cells, and whose content (compile, run, explain and graph)."""
+    parser.add_argument("--cells", type=_cell_list, default=(), metavar="IDS",
+                        help="run only these cells (comma-separated cell ids, or indices "
+                             "counting every cell from 0) and the cells they need: those "
+                             "whose values, files, definitions or settings they use; the "
+                             "others do not run. The chosen cells run again; the cells they "
+                             "need may be reused from an earlier run (nb2cwl run)")
+    parser.add_argument("--content", metavar="FILE",
+                        help="take the notebook's cells from FILE (a notebook) instead of "
+                             "NOTEBOOK itself, which still names the notebook and the folder "
+                             "its files are in: how unsaved edits run (the Jupyter "
+                             "integration uses it); NOTEBOOK is never written")
+
+
+def _cell_list(text: str) -> tuple[str, ...]:
+    cells = tuple(item.strip() for item in text.split(",") if item.strip())
+    if not cells:
+        raise argparse.ArgumentTypeError("name at least one cell")
+    return cells
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nb2cwl", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -93,6 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     compile_ = commands.add_parser("compile", help="compile a notebook into a workflow "
                                    "directory (the default command)")
     _common(compile_)
+    _selection_options(compile_)
     _output_options(compile_, required=False)
     run = commands.add_parser(
         "run", help="compile, then run the workflow with StreamFlow",
@@ -101,20 +125,35 @@ def _parser() -> argparse.ArgumentParser:
         "kill send them) stop StreamFlow and every step process, Slurm job and container it "
         "started, then exit with status 128 + the signal's number (130, 143, 129).")
     _common(run)
+    _selection_options(run)
     _output_options(run, required=False)
     run.add_argument("--quiet", action="store_true", help="print only the summary")
     _parameter_options(run)
-    run.add_argument("--no-cache", action="store_true",
-                     help="run every step again; by default a step whose code and inputs are "
-                          "unchanged since an earlier run reuses its outputs "
-                          "(kept in OUTPUT/.nb2cwl-cache)")
+    reuse = run.add_mutually_exclusive_group()
+    reuse.add_argument("--no-cache", action="store_true",
+                       help="run every step again and keep nothing; by default a step whose "
+                            "code and inputs are unchanged since an earlier run reuses its "
+                            "outputs (kept in OUTPUT/.nb2cwl-cache)")
+    reuse.add_argument("--refresh", action="store_true",
+                       help="run every step again, and keep the outputs for later runs")
+    run.add_argument("--keep-values", action="store_true",
+                     help="each step also keeps the variables its cells define that no later "
+                          "step reads (in OUTPUT/.nb2cwl-cache), so that they can be loaded "
+                          "into a kernel afterwards (%%nb2cwl pull NAME, in Jupyter)")
+    run.add_argument("--events", metavar="FILE",
+                     help="append the run's progress to FILE as JSON lines: the steps queued, "
+                          "running (where, which shard), done, cached, failed or skipped, "
+                          "and each cell's outputs as they are produced (on deployments that "
+                          "share this file system); the run's end comes last")
     explain = commands.add_parser("explain", help="show the steps, the values flowing "
                                   "between cells and the reasons")
     _common(explain)
+    _selection_options(explain)
     explain.add_argument("--json", action="store_true", help="machine-readable output")
     _deployment_options(explain)  # explain shows where each step runs
     graph = commands.add_parser("graph", help="draw the step graph")
     _common(graph)
+    _selection_options(graph)
     graph.add_argument("-o", "--output", required=True,
                        help="file to write: .svg, .dot or .mmd (Mermaid)")
     graph.add_argument("--format", choices=("svg", "dot", "mmd"),
@@ -308,7 +347,10 @@ def _dispatch(args: argparse.Namespace) -> int:
                              targets=tuple(getattr(args, "target", ())),
                              resources=tuple(getattr(args, "resources", ())),
                              image=getattr(args, "image", None), chart=getattr(args, "chart", None),
-                             deployment_file=getattr(args, "deployment_file", None))
+                             deployment_file=getattr(args, "deployment_file", None),
+                             content=getattr(args, "content", None),
+                             only_cells=tuple(getattr(args, "cells", ())),
+                             keep_values=getattr(args, "keep_values", False))
     if args.command == "run" and (args.sweep or args.sweep_file):
         options = replace(options, swept=_swept_names(args))
     if args.command == "export":
@@ -345,7 +387,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             handle.write(text)
         print(f"wrote {args.output}")
         return 0
-    out_dir = args.output or _default_output(args.notebook)
+    from nb2cwl.backends.naming import default_output_dir
+
+    out_dir = args.output or default_output_dir(args.notebook)
     if args.command == "check":
         return _check(args, options, out_dir)
     if args.command == "run":
@@ -406,29 +450,44 @@ def _check(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> i
 
 
 def _run(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int:
+    from nb2cwl.errors import RunInterrupted
     from nb2cwl.launch import StepServer
 
+    events = None
+    if args.events:
+        from nb2cwl.run_events import RunEvents
+
+        events = RunEvents(args.events)
     server = StepServer()
     try:
-        return _run_with(args, options, out_dir, server)
+        return _run_with(args, options, out_dir, server, events)
+    except BaseException as exc:
+        if events is not None:  # the run's end, for whoever follows the events
+            status = "cancelled" if isinstance(exc, (RunInterrupted, KeyboardInterrupt)) else \
+                "failed"
+            events.end(status, str(exc) if isinstance(exc, Nb2CwlError) else
+                       f"internal error: {type(exc).__name__}: {exc}")
+        raise
     finally:
         server.stop()
 
 
 def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
-              server: StepServer) -> int:
+              server: StepServer, events: RunEvents | None = None) -> int:
     from nb2cwl.errors import RunInterrupted
     from nb2cwl.launch import CACHE_DIR, Engine, may_use_kubernetes, run_workflow
     from nb2cwl.stopping import shield
 
     engine = None
+    cache_dir = None if args.no_cache else os.path.join(out_dir, CACHE_DIR)
+    extra_env = events.environment if events is not None else None
     try:
         kubernetes = may_use_kubernetes(
             [options.deployment, *(name for _, name in options.targets)],
-            [options.deployment_file, args.notebook])
+            [options.deployment_file, options.content or args.notebook])
         with shield():  # StreamFlow starts up while the notebook compiles
-            engine = Engine(None if args.no_cache else os.path.join(out_dir, CACHE_DIR), server,
-                            kubernetes)
+            engine = Engine(cache_dir, server, kubernetes, args.refresh, extra_env,
+                            tuple(args.cells))
         from nb2cwl.api import compile_to_directory
 
         workflow, _ = compile_to_directory(args.notebook, out_dir, options)
@@ -449,13 +508,16 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
     sweep = values is not None and bool(values.swept)
 
     def new_engine() -> Engine:  # another combination's StreamFlow process
-        return Engine(None if args.no_cache else os.path.join(out_dir, CACHE_DIR), server,
-                      kubernetes)
+        return Engine(cache_dir, server, kubernetes, args.refresh, extra_env,
+                      tuple(args.cells))
 
     summary = run_workflow(workflow, out_dir, quiet=args.quiet, debug=args.debug,
                            engine=engine, cache=not args.no_cache, configs=configs,
                            new_engine=new_engine,
-                           at_once=_combinations_at_once(options) if sweep else 0)
+                           at_once=_combinations_at_once(options) if sweep else 0,
+                           events=events)
+    if events is not None:
+        events.end("done", executed_notebook=summary.executed_notebook)
     print(f"finished in {summary.seconds:.1f} s: {len(workflow.steps)} steps")
     if values is not None and values.swept:
         from nb2cwl.sweep_summary import summary_table
@@ -608,13 +670,11 @@ def _profile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _default_output(notebook: str) -> str:
-    stem = os.path.splitext(os.path.basename(notebook))[0]
-    return os.path.join(os.path.dirname(os.path.abspath(notebook)), f"{stem}-wf")
-
-
 def run() -> None:
     """Console-script entry point."""
+    from nb2cwl.imports import skip_unused_imports
+
+    skip_unused_imports()
     status = main()
     # Everything is written by now. Without a final collection of the compiler's syntax trees
     # the interpreter exits about 0.3 s sooner.

@@ -28,6 +28,7 @@ import subprocess
 import sys
 from typing import Any
 
+from nb2cwl.imports import skip_unused_imports
 from nb2cwl.stopping import RUN_ENV, TAG
 
 PARENT_ENV = "NB2CWL_PARENT"  # the pid of the nb2cwl process that started this one
@@ -44,6 +45,7 @@ def serve() -> None:
     parent = _watch_parent()
     if os.environ.get(NO_KUBERNETES_ENV):
         _defer_kubernetes()
+    skip_unused_imports()
     from streamflow.main import run  # the slow part, overlapping with compiling
 
     _tag(os.environ.get(RUN_ENV, ""))

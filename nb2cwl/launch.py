@@ -18,11 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nb2cwl.backends.naming import EXECUTED_SUFFIX, executed_name
+from nb2cwl.backends.naming import EXECUTED_SUFFIX, HASH_SEED, executed_name
 from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE
 from nb2cwl.engine import NO_KUBERNETES_ENV, PARENT_ENV
 from nb2cwl.errors import RunError, RunInterrupted
 from nb2cwl.ir.model import Workflow
+from nb2cwl.run_events import RunEvents
+from nb2cwl.runtime.cache import ENV as CACHE_ENV
+from nb2cwl.runtime.cache import REFRESH_ENV as CACHE_REFRESH_ENV
+from nb2cwl.runtime.cache import RERUN_CELLS_ENV
 from nb2cwl.runtime.forkclient import SERVER_ENV
 from nb2cwl.stopping import (
     RUN_ENV,
@@ -75,15 +79,23 @@ class Engine:
     """
 
     def __init__(self, cache_dir: str | None = None, step_server: StepServer | None = None,
-                 kubernetes: bool = True) -> None:
+                 kubernetes: bool = True, refresh: bool = False,
+                 extra_env: dict[str, str] | None = None,
+                 rerun_cells: tuple[str, ...] = ()) -> None:
         token = secrets.token_hex(8)
-        env = dict(os.environ, **{RUN_ENV: token, PARENT_ENV: str(os.getpid())})
+        env = dict(os.environ, **{RUN_ENV: token, PARENT_ENV: str(os.getpid())},
+                   PYTHONHASHSEED=HASH_SEED,  # as the steps (and so the step server) hash
+                   **(extra_env or {}))
         if not kubernetes:  # StreamFlow need not load its Kubernetes client (nb2cwl.engine)
             env[NO_KUBERNETES_ENV] = "1"
         if step_server is not None:  # local steps start from its warm children
             env[SERVER_ENV] = step_server.path
         if cache_dir:  # steps reuse outputs of earlier runs whose code and inputs match
-            env["NB2CWL_CACHE_DIR"] = os.path.abspath(cache_dir)
+            env[CACHE_ENV] = os.path.abspath(cache_dir)
+            if refresh:  # ... or run again, and keep their outputs for the next run
+                env[CACHE_REFRESH_ENV] = "1"
+            if rerun_cells:  # the steps of these cells run again (--cells)
+                env[RERUN_CELLS_ENV] = ",".join(rerun_cells)
         # steps run `python3` from PATH: make it this environment's interpreter
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
         self.env = env
@@ -219,7 +231,7 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                  debug: bool = False, engine: Engine | None = None,
                  cache: bool = True, configs: list[str] | None = None,
                  new_engine: Callable[[], Engine] | None = None,
-                 at_once: int = 0) -> RunSummary:
+                 at_once: int = 0, events: RunEvents | None = None) -> RunSummary:
     """Run `out_dir/streamflow.yml`, or the StreamFlow configs `configs` (a sweep: one per
     combination, each its own StreamFlow process from `new_engine`, `at_once` of them at a
     time, 0: all), into one new runs/<n>; raise RunError with the failing cell when a step
@@ -227,7 +239,7 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
 
     A signal (Stopped) or KeyboardInterrupt stops every StreamFlow process and everything it
     started, then raises RunInterrupted; so does any other exception, which is then raised
-    again.
+    again. `events` gets the run's progress (steps queued, running, done; cells' outputs).
     """
     configs = configs or [os.path.join(out_dir, "streamflow.yml")]
     total = len(workflow.steps) + 1
@@ -237,6 +249,8 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     start = time.monotonic()
     try:
         results = next_results_dir(out_dir)
+        if events is not None:
+            events.begin(workflow, results)
         pending = list(enumerate(configs))
         running: dict[int, Engine] = {}
         statuses: dict[int, int] = {}
@@ -255,6 +269,8 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                     logs[number].append(line)
                     if debug:
                         sys.stderr.write(line)
+                    if events is not None:
+                        _tell_events(events, line)
                     match = _COMPLETED.search(line)
                     if match and len(configs) == 1 and match.group(1) not in done:
                         done.append(match.group(1))
@@ -268,6 +284,8 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                     if len(configs) > 1 and not quiet:
                         print(f"[{len(statuses)}/{len(configs)}] combination {number + 1} "
                               f"{'done' if statuses[number] == 0 else 'failed'}", flush=True)
+            if events is not None:
+                events.poll()
             if running:
                 time.sleep(0.02)
     except BaseException as stop:
@@ -287,6 +305,8 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     notebooks = sorted(str(p) for p in Path(results).glob(f"*{EXECUTED_SUFFIX}"))
     notebook = os.path.join(results, executed_name(workflow))
     for executed in notebooks:
+        for note in _metadata(executed).get("notes", []):  # what could not be carried exactly
+            print(f"nb2cwl: note: {note}", file=sys.stderr)
         failure = _failure_in(executed)
         if failure:
             raise RunError(f"{failure.removeprefix('nb2cwl: ')}\nthe executed notebook, up to "
@@ -300,6 +320,14 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                       done, written, notebooks)
 
 
+def _tell_events(events: RunEvents, line: str) -> None:
+    """A step StreamFlow saw complete or fail (for steps that could not tell themselves)."""
+    for pattern, status in ((_COMPLETED, "done"), (_FAILED, "failed")):
+        match = pattern.search(line)
+        if match:
+            events.streamflow_line(match.group(1).split("/")[0], status)
+
+
 def _signum(stop: KeyboardInterrupt) -> int:
     return stop.signum if isinstance(stop, Stopped) else int(signal.SIGINT)
 
@@ -308,13 +336,17 @@ def _signal_name(stop: KeyboardInterrupt) -> str:
     return signal.Signals(_signum(stop)).name
 
 
-def _failure_in(notebook: str) -> str | None:
+def _metadata(notebook: str) -> dict:
+    """The executed notebook's nb2cwl metadata (failure, notes)."""
     try:
         with open(notebook, encoding="utf-8") as handle:
-            metadata = json.load(handle).get("metadata", {})
-    except (OSError, ValueError):
-        return None
-    failure = metadata.get("nb2cwl", {})
+            return dict(json.load(handle).get("metadata", {}).get("nb2cwl", {}))
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _failure_in(notebook: str) -> str | None:
+    failure = _metadata(notebook)
     return failure.get("error") or None if "failed_cell" in failure else None
 
 

@@ -26,3 +26,8 @@ class CompileOptions:
     chart: str | None = None  # Helm chart of the helm deployments
     deployment_file: str | None = None  # YAML with the user's StreamFlow deployments
     swept: tuple[str, ...] = ()  # parameters a sweep runs with several values (nb2cwl run)
+    # the notebook's content from this file instead of the notebook's own (unsaved edits: the
+    # notebook's path still locates the files beside it)
+    content: str | None = None
+    only_cells: tuple[str, ...] = ()  # run just these cells (ids or indices) and what they need
+    keep_values: bool = False  # each step also saves the variables it defines (for pulling)

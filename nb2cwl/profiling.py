@@ -47,6 +47,8 @@ def profile_notebook(path: str, output: str, options: CompileOptions | None = No
         import nbformat
         from nbclient import NotebookClient
         from nbclient.exceptions import CellExecutionError
+
+        from nb2cwl.checking.reference import kernel_environment
     except ImportError:
         raise OptionError('nb2cwl profile runs the notebook in a kernel: pip install '
                           '"nb2cwl[check]" (nbclient and ipykernel)') from None
@@ -86,7 +88,7 @@ def profile_notebook(path: str, output: str, options: CompileOptions | None = No
         client = NotebookClient(probed, timeout=timeout, kernel_name=kernel,
                                 resources={"metadata": {"path": work}}, record_timing=True)
         try:
-            client.execute()
+            client.execute(env=kernel_environment())
         except CellExecutionError as exc:
             raise RunError(f"the notebook raised while it was profiled: "
                            f"{str(exc).strip().splitlines()[-1]}",

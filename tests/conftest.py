@@ -10,6 +10,7 @@ import pytest
 
 # real engines for the deployment tests (skipped with the reason when they cannot start here;
 # failing instead when CI=true)
+from engines.browser import chromium  # noqa: F401
 from engines.docker import docker_engine  # noqa: F401
 from engines.slurm import slurm_cluster  # noqa: F401
 
@@ -20,7 +21,8 @@ NOTEBOOKS = ROOT / "notebooks"
 def pytest_configure(config: pytest.Config) -> None:
     for marker in ("slurm: runs steps as jobs of a real Slurm cluster started on this machine",
                    "docker: runs steps in containers of a real Docker engine started here",
-                   "helm: renders, lints and validates the Helm chart offline"):
+                   "helm: renders, lints and validates the Helm chart offline",
+                   "browser: drives JupyterLab and Notebook 7 in a real browser (chromium)"):
         config.addinivalue_line("markers", marker)
 
 

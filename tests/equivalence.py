@@ -12,6 +12,7 @@ from nbclient import NotebookClient
 
 from nb2cwl.checking.compare import entries
 from nb2cwl.checking.normalise import normalised
+from nb2cwl.checking.reference import kernel_environment
 
 
 def text_outputs(cell: dict) -> list[str]:
@@ -59,7 +60,8 @@ def run_with_nbclient(source: Path, workdir: Path, beside: tuple[str, ...] = (),
     shutil.copyfile(source, target)
     nb = nbformat.read(target, as_version=4)
     NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=allow_errors,
-                   resources={"metadata": {"path": str(workdir)}}).execute()
+                   resources={"metadata": {"path": str(workdir)}}).execute(
+        env=kernel_environment())  # as Jupyter starts it (not as pytest's child)
     return per_cell(nb)
 
 

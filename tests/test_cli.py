@@ -226,3 +226,25 @@ def test_console_script_help_documents_options() -> None:
     for option in ("--output", "--granularity", "--profile", "--force", "--python", "--quiet",
                    "--debug"):
         assert option in result.stdout
+
+
+def test_the_command_and_its_engine_skip_slow_unused_imports(tmp_path: Path) -> None:
+    """rfc3987_syntax (jsonschema's IRI format check, which no validator here uses) costs
+    about a second at import: neither the nb2cwl command nor its StreamFlow process loads it,
+    and validation still works without it."""
+    import subprocess
+
+    notebook = Path(__file__).resolve().parent.parent / "notebooks" / "linear_pipeline.ipynb"
+    for code in ("import sys; sys.argv = ['nb2cwl', 'explain', sys.argv[1]]; "
+                 "from nb2cwl.cli import run; run()",
+                 "from nb2cwl.imports import skip_unused_imports; skip_unused_imports(); "
+                 "from streamflow.config.validator import SfValidator; "
+                 "SfValidator().validate({'version': 'v1.0', 'deployments': {}})"):
+        done = subprocess.run([sys.executable, "-X", "importtime", "-c", code, str(notebook)],
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        imported = {line.split("|")[-1].strip(): int(line.split("|")[1])
+                    for line in done.stderr.splitlines()
+                    if line.startswith("import time:") and line.split("|")[1].strip().isdigit()}
+        assert imported.get("rfc3987_syntax", 0) < 10_000  # microseconds: only tried, refused
+        assert "streamflow" not in code or "jsonschema" in imported  # it did validate

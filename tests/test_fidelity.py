@@ -17,6 +17,7 @@ from equivalence import all_cells
 from fidelity.cases import CASES
 from nbclient import NotebookClient
 
+from nb2cwl.checking.reference import kernel_environment
 from nb2cwl.cli import main
 from nb2cwl.frontend.reader import read_document
 
@@ -34,7 +35,8 @@ def _reference(source: Path, workdir: Path) -> dict[int, list]:
     workdir.mkdir(parents=True)
     nb = read_document(str(source))  # a script is read as nb2cwl reads it
     NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(workdir)}}).execute()
+                   resources={"metadata": {"path": str(workdir)}}).execute(
+        env=kernel_environment())  # as Jupyter starts it (not as pytest's child)
     _REFERENCES[source.name] = all_cells(nb)
     return _REFERENCES[source.name]
 

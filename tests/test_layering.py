@@ -41,3 +41,14 @@ def test_errors_and_ir_know_no_later_layer() -> None:
     for module in [PACKAGE / "errors.py", *(PACKAGE / "ir").glob("*.py")]:
         for name in _imports(module):
             assert not name.startswith(("nb2cwl.passes", "nb2cwl.backends", "nb2cwl.runtime"))
+
+
+def test_nothing_below_knows_the_integrations() -> None:
+    """The Jupyter side calls the public API; no other module imports it (the package root
+    only names it for `%load_ext nb2cwl`, without importing it until then)."""
+    for module in PACKAGE.rglob("*.py"):
+        if "integrations" in module.relative_to(PACKAGE).parts or module == PACKAGE / \
+                "__init__.py":
+            continue
+        for name in _imports(module):
+            assert not name.startswith("nb2cwl.integrations"), module.relative_to(PACKAGE)

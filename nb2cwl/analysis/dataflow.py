@@ -170,6 +170,35 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
                     settings)
 
 
+def needed_cells(flow: Dataflow, chosen: set[int]) -> set[int]:
+    """The cells `chosen` (indices) and every cell whose effects they may see: the producers
+    of what they read, the definitions they replay, the settings made before them, and the
+    cells kept together with them."""
+    flows = {cell.index: cell for cell in flow.cells}
+    needed: set[int] = set()
+    pending = sorted(chosen)
+    while pending:
+        index = pending.pop()
+        if index in needed:
+            continue
+        needed.add(index)
+        cell = flows.get(index)
+        if cell is None:
+            continue
+        found = [item.producer for item in cell.inputs if item.producer is not None]
+        definitions = list(cell.replay)
+        while definitions:
+            definition = definitions.pop()
+            found.append(definition.cell_index)
+            definitions.extend(definition.requires)
+        found += [setting.cell_index for setting in flow.settings if setting.cell_index < index]
+        for group in flow.together:
+            if group.first <= index <= group.last:
+                found += [i for i in flows if group.first <= i <= index]
+        pending += [i for i in found if i not in needed]
+    return needed
+
+
 def _file_inputs(
     cell: CellAnalysis,
     file_writer: dict[str, int],
@@ -201,6 +230,9 @@ def _file_inputs(
         writer = file_writer.get(key)
         if last_opaque is not None and (writer is None or writer < last_opaque):
             needed[ANY_FILE] = last_opaque  # that cell may have written it since
+        for inside, by in file_writer.items():  # a folder: what earlier cells put in it
+            if inside.startswith(key + "/") or key == ".":
+                needed[f"file:{inside}"] = by
         if writer is not None:
             needed[f"file:{key}"] = writer
             continue

@@ -40,6 +40,11 @@ class FileEffects:
         if qualified in kb.OPAQUE_IO_FUNCTIONS:
             self.fx.opaque_io.append((line, f"{qualified}() touches files the analysis cannot see"))
             return
+        if isinstance(func, nodes.Attribute) and func.attrname in kb.PATH_METHODS and \
+                is_path(func.expr, self.state):
+            self._file_access(func.expr, kb.PATH_METHODS[func.attrname], line,
+                              f"Path.{func.attrname}()")
+            return
         if isinstance(func, nodes.Attribute) and func.attrname in kb.FILE_METHODS:
             spec = kb.FILE_METHODS[func.attrname]
             if func.attrname in ("write_text", "write_bytes", "read_text", "read_bytes"):
@@ -106,12 +111,26 @@ def literal_string(node: nodes.NodeNG | None, state: NamespaceState) -> str | No
         name = func.attrname if isinstance(func, nodes.Attribute) else getattr(func, "name", "")
         if name in ("Path", "PurePath", "PosixPath") and len(node.args) == 1:
             return literal_string(node.args[0], state)
+        if name in ("Path", "PurePath", "PosixPath") and not node.args and not node.keywords:
+            return "."  # the working directory
         is_join = name == "join" and isinstance(func, nodes.Attribute) and node.args
         if is_join and root_name(func.expr) in ("os", "path", "osp"):
             parts = [literal_string(a, state) for a in node.args]
             if all(p is not None for p in parts):
                 return "/".join(p.rstrip("/") for p in parts if p)  # type: ignore[union-attr]
     return None
+
+
+def is_path(node: nodes.NodeNG, state: NamespaceState) -> bool:
+    """Whether `node` is a pathlib path: built by Path(...) (or joined with `/` from one), or
+    a name holding a literal path."""
+    if isinstance(node, nodes.BinOp) and node.op == "/":
+        return is_path(node.left, state)
+    if isinstance(node, nodes.Call):
+        func = node.func
+        name = func.attrname if isinstance(func, nodes.Attribute) else getattr(func, "name", "")
+        return name in ("Path", "PurePath", "PosixPath")
+    return isinstance(node, nodes.Name) and node.name in state.const_strings
 
 
 def argument(node: nodes.Call, position: int, keyword: str | None) -> nodes.NodeNG | None:

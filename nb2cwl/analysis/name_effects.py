@@ -122,11 +122,16 @@ class NameEffects:
         return bool(summary.mutable_defaults & (summary.retains | summary.returns_params))
 
     def _learn_value(self, name: str, value: nodes.NodeNG) -> None:
+        from nb2cwl.analysis.file_effects import is_path, literal_string
         from nb2cwl.analysis.summaries import summarize_function
 
         state = self.state
         if isinstance(value, nodes.Const) and isinstance(value.value, str):
             state.const_strings[name] = value.value
+        elif is_path(value, state):  # `IMAGES = Path() / "images"`: a literal path too
+            path = literal_string(value, state)
+            if path is not None:
+                state.const_strings[name] = path
         known = self.syntactic_type(value)
         if known:
             state.types[name] = known

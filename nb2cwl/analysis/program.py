@@ -113,6 +113,12 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
             tag = "skip" if "skip" in cell.tags and TAG_SKIP not in cell.tags else TAG_SKIP
             diagnostics.append(Diagnostic("skipped", f"cell skipped (tag {tag})",
                                           notebook.location(cell), "note"))
+    for cell in notebook.code_cells:
+        if cell.own_magics:
+            diagnostics.append(Diagnostic(
+                "own-magic", "nb2cwl's own magics (%nb2cwl, %load_ext nb2cwl) drive nb2cwl "
+                "from Jupyter and do not run in a step; a %%nb2cwl step cell runs its body",
+                notebook.location(cell), "note"))
     for analysis in results:
         for line, why in analysis.effects.skipped_magics:
             diagnostics.append(Diagnostic("magic-skipped", why,

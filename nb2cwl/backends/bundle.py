@@ -49,10 +49,10 @@ from nb2cwl.backends.crate import (
     RunRecord,
     write_crate,
 )
-from nb2cwl.backends.cwl import without_blank_names
+from nb2cwl.backends.cwl import hash_seed_requirement, without_blank_names
 from nb2cwl.backends.environment_lock import EnvironmentLock, lock_environment
 from nb2cwl.backends.explain import explain_data
-from nb2cwl.backends.naming import notebook_file_name
+from nb2cwl.backends.naming import HASH_SEED, notebook_file_name
 from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE
 from nb2cwl.backends.writer import MANIFEST
 from nb2cwl.errors import BundleError, OutputExistsError
@@ -68,7 +68,6 @@ RUN = "run"
 PROVENANCE = f"{RUN}/provenance.crate.zip"
 OUTPUTS = f"{RUN}/outputs"
 CHECK_REPORT = f"{RUN}/nb2cwl-check.json"  # nb2cwl check's report of the run, if it has one
-HASH_SEED = "0"
 #: The state the global generators start from in a step that inherits none.
 START_SEED = 0
 #: StreamFlow 0.2.0rc3's Status.COMPLETED in its database.
@@ -309,8 +308,7 @@ def _seal(workflow: Workflow, root: Path, job: dict[str, Any], seeds: dict[str, 
     def command(step: str) -> list[str]:
         return [python, "-c", BOOTSTRAP, guard_digest, seal_digest, step]
 
-    env = cwl.EnvVarRequirement(envDef=[cwl.EnvironmentDef(envName="PYTHONHASHSEED",
-                                                           envValue=HASH_SEED)])
+    env = hash_seed_requirement()
     for name, (tool_path, tool) in tools.items():
         tool_uri = tool_path.as_uri()
         tool.baseCommand = command(name)
@@ -320,7 +318,8 @@ def _seal(workflow: Workflow, root: Path, job: dict[str, Any], seeds: dict[str, 
         tool.inputs.append(cwl.CommandInputParameter(
             id=f"{tool_uri}#nb2cwl_verified", type_="File",
             doc="the check step's result: this step starts after every file was checked"))
-        tool.requirements = [*(tool.requirements or []), env]
+        if not any(isinstance(r, cwl.EnvVarRequirement) for r in tool.requirements or []):
+            tool.requirements = [*(tool.requirements or []), env]  # (compiled before it had)
         _write_cwl(tool_path, tool.save(top=True, base_url=tool_uri, relative_uris=True))
     verify_path = root / "tools" / f"{VERIFY_STEP}.cwl"
     verify_tool = _verify_tool(verify_inputs, job, command(VERIFY_STEP), env)
@@ -783,8 +782,12 @@ def _dockerfile(lock: EnvironmentLock) -> str:
 
 
 def _write_packed(root: Path) -> None:
-    packed = pack(str(root / "workflow.cwl"))
-    _write_cwl(root / "workflow.packed.cwl", packed)
+    write_packed(root / "workflow.cwl", root / "workflow.packed.cwl")
+
+
+def write_packed(workflow: Path, target: Path) -> None:
+    """The workflow `workflow` (workflow.cwl) with every tool packed in, as one file."""
+    _write_cwl(target, pack(str(workflow)))
 
 
 def _readme(workflow: Workflow, lock: EnvironmentLock, seeds: dict[str, Any],

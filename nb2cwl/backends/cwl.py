@@ -9,6 +9,7 @@ from cwl_utils.parser import cwl_v1_2 as cwl
 from nb2cwl.backends import parameters
 from nb2cwl.backends.naming import (
     EXECUTED_SUFFIX,
+    HASH_SEED,
     executed_name,  # noqa: F401  (re-exported)
 )
 from nb2cwl.backends.resources import gpu_hints, resource_requirement, with_namespaces
@@ -65,10 +66,16 @@ def step_tool(workflow: Workflow, step: Step, python: str,
         baseCommand=interpreter(python, local),
         inputs=inputs,
         outputs=outputs,
-        requirements=[resource_requirement(step.resources)]
+        requirements=[resource_requirement(step.resources), hash_seed_requirement()]
         + ([parameters.values_requirement()] if step.parameters else []),
         hints=gpu_hints(step.resources),
     )
+
+
+def hash_seed_requirement() -> cwl.EnvVarRequirement:
+    """PYTHONHASHSEED for a step (see HASH_SEED)."""
+    return cwl.EnvVarRequirement(envDef=[cwl.EnvironmentDef(envName="PYTHONHASHSEED",
+                                                           envValue=HASH_SEED)])
 
 
 def _script_inputs() -> list[cwl.CommandInputParameter]:

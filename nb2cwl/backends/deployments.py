@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import sys
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -30,7 +31,16 @@ from nb2cwl.errors import BackendError, Diagnostic, Location
 from nb2cwl.ir.model import Resources, Step, Workflow
 from nb2cwl.options import CompileOptions
 
-PROFILES = Path(__file__).resolve().parent.parent.parent / "streamflow-configs"
+
+def _profiles() -> Path:
+    """streamflow-configs/: in the source tree, or where `pip install` put it (the worker
+    chart the helm profile names stays beside it, at ../containers/helm/nb2cwl-worker)."""
+    source = Path(__file__).resolve().parent.parent.parent / "streamflow-configs"
+    installed = Path(sys.prefix) / "share" / "nb2cwl" / "streamflow-configs"
+    return source if source.is_dir() or not installed.is_dir() else installed
+
+
+PROFILES = _profiles()
 KINDS = ("local", "docker", "slurm", "helm")
 ASSEMBLE = "assemble"
 SELECTORS = {"@gpu": "steps that need GPUs", "@map": "the scattered parts of parallel loops",

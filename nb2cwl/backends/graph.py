@@ -325,8 +325,9 @@ def render_svg(nodes: list[GraphNode], edges: list[GraphEdge], title: str) -> st
                 f" C{_num(x0)},{_num(mid)} {_num(x1)},{_num(mid)} {_num(x1)},{_num(y1)}"
             )  # fmt: skip
         parts.append(
-            f'<path class="edge" d="{path}" fill="none" stroke="#555" stroke-width="1.3" '
-            'marker-end="url(#arrow)"/>'
+            f'<g class="nb2cwl-edge" data-source="{_xml(e.source)}" '
+            f'data-target="{_xml(e.target)}"><path class="edge" d="{path}" fill="none" '
+            'stroke="#555" stroke-width="1.3" marker-end="url(#arrow)"/></g>'
         )
         if e.label:  # in the gap just below the source's row
             lines = _lines(e.label)
@@ -345,7 +346,9 @@ def render_svg(nodes: list[GraphNode], edges: list[GraphEdge], title: str) -> st
         rx = 4 if n.kind == "step" else min(14, bh / 2)
         lines = _lines(n.label)
         parts.append(
-            f'<g class="node {n.kind}" data-id="{_xml(n.id)}"><title>{_xml(n.id)}</title>'
+            (f'<g class="node step nb2cwl-node" data-id="{_xml(n.id)}" data-step="{_xml(n.id)}">'
+             if n.kind == "step" else f'<g class="node {n.kind}" data-id="{_xml(n.id)}">')
+            + f'<title>{_xml(n.id)}</title>'
             f'<rect class="node" x="{_num(cx - bw / 2)}" y="{_num(top)}" width="{_num(bw)}" '
             f'height="{_num(bh)}" rx="{_num(rx)}" fill="{_FILL[n.kind]}" '
             f'stroke="{_STROKE[n.kind]}" stroke-width="1.5"/>'

@@ -1,10 +1,16 @@
-"""Names of what a compiled workflow produces (light: the launcher imports it at start-up)."""
+"""Names of what a compiled workflow produces, and the hash seed its steps run with (light: the
+launcher imports it at start-up)."""
 
 from __future__ import annotations
+
+import os
 
 from nb2cwl.ir.model import Workflow
 
 EXECUTED_SUFFIX = ".executed.ipynb"
+#: Every step hashes strings alike (PYTHONHASHSEED): a set of strings, or a dict built from one,
+#: iterates in one order in every step, as in one kernel; each new process would pick its own.
+HASH_SEED = "0"
 
 
 def executed_name(workflow: Workflow) -> str:
@@ -18,3 +24,9 @@ def notebook_file_name(workflow: Workflow) -> str:
     """File name of the notebook copy in a compiled workflow (a script becomes .ipynb)."""
     name = workflow.notebook_name
     return name if name.lower().endswith(".ipynb") else name.rsplit(".", 1)[0] + ".ipynb"
+
+
+def default_output_dir(notebook: str) -> str:
+    """Where a notebook compiles when no output is given: NOTEBOOK-wf beside it."""
+    stem = os.path.splitext(os.path.basename(notebook))[0]
+    return os.path.join(os.path.dirname(os.path.abspath(notebook)), f"{stem}-wf")

@@ -67,14 +67,62 @@ def step_spec(workflow: Workflow, step: Step) -> dict:
         "role": step.role,
         "uncacheable": step.sees_all_files,  # may depend on files outside its inputs
         "plan": step.plan.to_json() if step.plan is not None and step.is_skeleton_part else None,
-        "training": step.training.to_json() if step.training is not None else None,
+        "training": (_training_spec(workflow, step) if step.training is not None else None),
         "settings": _replayed_settings(workflow, step),
         "by_value": _data_definitions(workflow),
         "skipped_magics": list(workflow.skipped_magics),
         "parameters": runtime_spec(workflow, step.parameters),
         # a script's cells see `python script.py`'s argv and end at sys.exit(0), as there
         "program": "script" if is_script(workflow.notebook_path) else "notebook",
+        **_future(workflow, step),
+        **({"keep": [name for name in step.defines if name not in step.outputs]}
+           if workflow.keep_values else {}),
     }
+
+
+def _future(workflow: Workflow, step: Step) -> dict:
+    """The `from __future__` features of earlier cells ([cell, feature]): those before the
+    step hold in its cells, those up to a replayed definition's cell in that definition."""
+    features = [[cell, feature] for cell, feature in workflow.future_imports
+                if cell < step.cells[-1].index]
+    return {"future": features} if features else {}
+
+
+def _training_spec(workflow: Workflow, step: Step) -> dict:
+    """The training plan, with where the notebook first imports TensorFlow: a training step
+    imports it before its cells run, for its strategy; what the import prints belongs to that
+    cell, and the settings its step's cells make before that point (os.environ["KERAS_BACKEND"],
+    TF_CPP_MIN_LOG_LEVEL) must be made before it."""
+    assert step.training is not None
+    where = _first_import(workflow)
+    inside = {cell.index for cell in step.cells}
+    early = [{"key": s.key, "cell": s.cell_index, "code": s.code, "owners": list(s.owners),
+              "requires": list(s.requires)}
+             for s in workflow.settings if where is not None and s.cell_index in inside
+             and tuple(int(p) for p in s.key.split(":")) < where]
+    return {**step.training.to_json(), "import_cell": where[0] if where else None,
+            "early_settings": early}
+
+
+def _first_import(workflow: Workflow) -> tuple[int, int] | None:
+    """Where the notebook first imports TensorFlow or Keras: (cell, top-level statement)."""
+    import ast
+
+    found = {c.index: c for s in workflow.steps for c in s.cells}
+    found.update({c.index: c for c in workflow.quiet_cells})
+    cells = sorted(found.items())
+    for index, cell in cells:
+        try:
+            tree = ast.parse(cell.code)
+        except SyntaxError:
+            continue
+        for number, statement in enumerate(tree.body):
+            for node in ast.walk(statement):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                if any(n.split(".")[0] in ("tensorflow", "keras") for n in names):
+                    return index, number
+    return None
 
 
 def _data_definitions(workflow: Workflow) -> list[str]:

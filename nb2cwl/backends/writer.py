@@ -102,10 +102,10 @@ def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
         written.append(f"{RUNTIME_PACKAGE}/{source.name}")
     notebook_copy = f"notebook/{notebook_file_name(workflow)}"
     (root / "notebook").mkdir(exist_ok=True)
-    if is_script(workflow.notebook_path):  # the executed notebook is built from its cells
-        nbformat.write(read_document(workflow.notebook_path), str(root / notebook_copy))
+    if is_script(workflow.source_path):  # the executed notebook is built from its cells
+        nbformat.write(read_document(workflow.source_path), str(root / notebook_copy))
     else:
-        shutil.copyfile(workflow.notebook_path, root / notebook_copy)
+        shutil.copyfile(workflow.source_path, root / notebook_copy)
     written.append(notebook_copy)
     put_yaml("job.yml", job_document(workflow, out_dir, RUNTIME_PACKAGE, notebook_copy))
     config = streamflow_config(workflow, "workflow.cwl", "job.yml", deployments)

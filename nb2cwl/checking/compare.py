@@ -9,6 +9,7 @@ traceback's text is not: file names differ). Execution counts are not compared.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import math
 import re
 from dataclasses import dataclass
@@ -98,9 +99,12 @@ def first_difference(expected: list[Entry], actual: list[Entry], context: int = 
         right = actual[number] if number < len(actual) else None
         if left == right:
             continue
-        diff = difflib.unified_diff(_lines(left), _lines(right), "jupyter", "workflow",
-                                    n=context, lineterm="")
-        return "\n".join(list(diff)[:12])
+        diff = list(difflib.unified_diff(_lines(left), _lines(right), "jupyter", "workflow",
+                                         n=context, lineterm=""))
+        if not diff:  # the same lines: they differ in what lines do not show (line ends)
+            return (f"output {number + 1} differs in characters a line does not show: "
+                    f"jupyter {left!r:.200}, workflow {right!r:.200}")
+        return "\n".join(diff[:12])
     return ""
 
 
@@ -113,6 +117,10 @@ def _lines(entry: Entry | None) -> list[str]:
         return [f"[error] {entry[1]}: {entry[2]}"]
     lines = []
     for mime, value in entry[1]:
-        shown = value if not mime.startswith("image/") else f"<{len(value)} bytes of base64>"
-        lines += [f"[{entry[0]} {mime}] {line}" for line in shown.splitlines()[:20]]
+        if mime.startswith("image/"):  # its size and a digest: two images of one size differ
+            digest = hashlib.sha256(value.encode()).hexdigest()[:12]
+            shown = f"<{len(value)} bytes of base64, sha256 {digest}...>"
+        else:
+            shown = value
+        lines += [f"[{entry[0]} {mime}] {line}" for line in shown.splitlines()]
     return lines

@@ -16,6 +16,13 @@ from nb2cwl.checking.compare import Entry, entries
 from nb2cwl.errors import Location, OptionError
 
 
+def kernel_environment() -> dict[str, str]:
+    """The environment a reference kernel starts with: this process's, as Jupyter gives a
+    kernel its own, but for pytest's variable, under which ipykernel stops showing what
+    subprocesses and C code write (a check run in a test suite would then miss it)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+
+
 def reference_outputs(path: str, files: list[str], timeout: int
                       ) -> dict[int, list[Entry] | None]:
     """Each code cell's normalised outputs by cell index (None: the cell did not run)."""
@@ -39,7 +46,7 @@ def reference_outputs(path: str, files: list[str], timeout: int
                                 resources={"metadata": {"path": work}})
         failed: int | None = None
         try:
-            client.execute()
+            client.execute(env=kernel_environment())
         except CellExecutionError:
             failed = next((i for i, c in enumerate(document.cells) if c.cell_type == "code"
                            and any(o.get("output_type") == "error" for o in c.outputs)), None)

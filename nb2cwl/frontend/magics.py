@@ -7,6 +7,7 @@ magic does to the program is the analysis' business (analysis/knowledge/magics.p
 from __future__ import annotations
 
 import ast
+import re
 
 from IPython.core.inputtransformer2 import TransformerManager
 
@@ -63,3 +64,37 @@ def find_magics(code: str) -> list[Magic]:
 
 def _at(where: Location, line: int | None) -> Location:
     return Location(where.notebook, where.cell_index, where.cell_id, line)
+
+
+#: nb2cwl's own magics (nb2cwl/integrations/ipython): they drive nb2cwl from Jupyter, and a
+#: workflow step never runs them. `%%nb2cwl step [--deployment NAME]` keeps its body, which
+#: runs as the cell's code (on NAME).
+_OWN_LINE = re.compile(r"^\s*%(?:nb2cwl\b|(?:re)?load_ext\s+nb2cwl\s*$)")
+_OWN_CELL = re.compile(r"^\s*%%nb2cwl\b(.*)$")
+
+
+def own_magics(source: str) -> tuple[str, str | None, int]:
+    """`source` with nb2cwl's own magic lines turned into comments (line numbers kept), the
+    deployment a `%%nb2cwl step --deployment NAME` first line asks for, and how many lines
+    were turned."""
+    lines = source.split("\n")
+    deployment = None
+    turned = 0
+    first = next((n for n, line in enumerate(lines) if line.strip()), None)
+    if first is not None:
+        cell = _OWN_CELL.match(lines[first])
+        if cell:
+            words = cell.group(1).split()
+            for option in ("--deployment", "-d"):
+                if option in words[:-1]:
+                    deployment = words[words.index(option) + 1]
+            for word in words:
+                if word.startswith("--deployment="):
+                    deployment = word.split("=", 1)[1]
+            lines[first] = "# " + lines[first].lstrip()
+            turned += 1
+    for number, line in enumerate(lines):
+        if _OWN_LINE.match(line):
+            lines[number] = "# " + line.lstrip()
+            turned += 1
+    return "\n".join(lines), deployment, turned

@@ -34,6 +34,7 @@ class Cell:
     metadata: dict = field(default_factory=dict, hash=False, compare=False)
     magics: tuple[Magic, ...] = ()
     first_line: int | None = None  # a script's cell: the file's line of the cell's line 1
+    own_magics: int = 0  # lines of nb2cwl's own magics, made comments (not run in steps)
 
     @property
     def is_code(self) -> bool:
@@ -50,6 +51,7 @@ class Notebook:
     cells: tuple[Cell, ...]
     metadata: dict = field(default_factory=dict, hash=False, compare=False)
     parameters: ParameterCell | None = None  # the cell tagged `parameters`, parsed
+    content: str | None = None  # the file the cells came from, when not `path` (unsaved edits)
 
     @property
     def code_cells(self) -> tuple[Cell, ...]:

@@ -11,7 +11,7 @@ from dataclasses import replace
 import nbformat
 
 from nb2cwl.errors import Location, NotebookFormatError
-from nb2cwl.frontend.magics import convert_cell
+from nb2cwl.frontend.magics import convert_cell, own_magics
 from nb2cwl.frontend.model import Cell, Notebook
 from nb2cwl.frontend.parameters import find_parameters
 from nb2cwl.frontend.parse import check_syntax
@@ -27,33 +27,36 @@ def is_script(path: str) -> bool:
     return path.lower().endswith(SCRIPT_SUFFIXES)
 
 
-def read_notebook(path: str) -> Notebook:
+def read_notebook(path: str, content: str | None = None) -> Notebook:
     """Read, validate and convert `path`; raise NotebookFormatError or CellSyntaxError.
 
-    `path` is a notebook (.ipynb) or a Python script (.py): see `read_document`.
+    `path` is a notebook (.ipynb) or a Python script (.py): see `read_document`. With
+    `content`, the cells come from that notebook file instead (an editor's unsaved copy):
+    `path` still names the notebook and the folder its files are in.
     """
     name = os.path.basename(path)
     where = Location(name)
-    nb = read_document(path)
+    nb = read_document(path) if content is None else read_document(content, name)
     _check_kernel(nb, where)
     cells = tuple(_make_cell(nb_cell, index, name) for index, nb_cell in enumerate(nb.cells))
     if is_script(path):
         cells = _with_file_lines(cells, path)
     parameters = find_parameters(cells, name, os.path.dirname(os.path.abspath(path)))
     notebook = Notebook(path=os.path.abspath(path), name=name, cells=cells, metadata=nb.metadata,
-                        parameters=parameters)
+                        parameters=parameters,
+                        content=os.path.abspath(content) if content is not None else None)
     if not any(c.is_code and c.source.strip() for c in cells):
         raise NotebookFormatError("the notebook has no code to run (no non-empty code cell)", where)
     return notebook
 
 
-def read_document(path: str) -> nbformat.NotebookNode:
-    """The validated nbformat 4 document of `path`.
+def read_document(path: str, name: str | None = None) -> nbformat.NotebookNode:
+    """The validated nbformat 4 document of `path` (`name`: the notebook's name in messages).
 
     A script is read with jupytext: cells are marked with `# %%` (the percent format); a script
     without markers has one cell per group of top-level statements separated by blank lines.
     """
-    name = os.path.basename(path)
+    name = name or os.path.basename(path)
     where = Location(name)
     if is_script(path):
         return _read_script(path, where)
@@ -168,9 +171,13 @@ def _make_cell(nb_cell: nbformat.NotebookNode, index: int, notebook: str) -> Cel
         return Cell(index, cell_id, str(nb_cell.get("cell_type")), source, tags=tags,
                     metadata=metadata)
     where = Location(notebook, index, cell_id)
+    source, deployment, turned = own_magics(source)
+    if deployment and "workflow" not in metadata:  # %%nb2cwl step --deployment NAME
+        metadata["workflow"] = {"target": {"deployment": deployment}}
     code, magics = convert_cell(source, where)
     check_syntax(code, source, where)
-    return Cell(index, cell_id, "code", source, code, tags, metadata, magics)
+    return Cell(index, cell_id, "code", source, code, tags, metadata, magics,
+                own_magics=turned)
 
 
 def safe_name(text: str) -> str:

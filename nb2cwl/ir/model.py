@@ -187,6 +187,7 @@ class Step:
     resources: Resources = Resources()  # cores, memory, GPUs and nodes the step needs
     training: TrainingPlan | None = None  # a training cell run under a tf.distribute strategy
     parameters: tuple[str, ...] = ()  # the notebook parameters whose run values it needs
+    defines: tuple[str, ...] = ()  # variables its cells bind or change (not definitions)
 
     @property
     def first_cell(self) -> int:
@@ -264,6 +265,17 @@ class Workflow:
     quiet_cells: tuple[CellCode, ...] = ()
     parameters: tuple[Parameter, ...] = ()  # the workflow's inputs (the parameters cell)
     parameter_cell: int | None = None  # after it, steps assign the run's parameter values
+    content_path: str | None = None  # the notebook file the cells came from, if not the
+    #                                  notebook itself (an editor's unsaved copy)
+    keep_values: bool = False  # every step also saves what it `defines` (for pulling values)
+    # `from __future__ import X` statements (cell, feature): in a kernel they hold for every
+    # later cell, so a step compiles its cells with those of earlier cells
+    future_imports: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def source_path(self) -> str:
+        """The file holding the cells: the notebook, or the copy they were read from."""
+        return self.content_path or self.notebook_path
 
     def parameter(self, name: str) -> Parameter:
         """The parameter called `name`."""

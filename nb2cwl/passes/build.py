@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from nb2cwl.analysis.dataflow import Dataflow
 from nb2cwl.analysis.skeletons import MapSkeleton
 from nb2cwl.analysis.training import ONE_DEVICE
@@ -79,6 +81,7 @@ def build_workflow(flow: Dataflow) -> Workflow:
     return Workflow(
         notebook_name=notebook.name,
         notebook_path=notebook.path,
+        content_path=notebook.content,
         steps=tuple(steps),
         replays=tuple(sorted(replays.values(), key=_replay_position)),
         edges=edges,
@@ -104,6 +107,8 @@ def build_workflow(flow: Dataflow) -> Workflow:
         quiet_cells=quiet,
         parameters=_workflow_parameters(notebook),
         parameter_cell=notebook.parameters.cell_index if notebook.parameters else None,
+        future_imports=tuple((c.index, feature) for c in flow.cells
+                             for feature in _future_features(c.analysis.cell.code)),
     )
 
 
@@ -206,6 +211,16 @@ def _group_cells(flow: Dataflow, whole: bool) -> tuple[dict[int, str], dict[str,
 WHOLE_NOTEBOOK = "whole_notebook"
 
 
+def _future_features(code: str) -> list[str]:
+    """The features `from __future__ import ...` statements of `code` turn on."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    return [alias.name for node in tree.body if isinstance(node, ast.ImportFrom)
+            and node.module == "__future__" for alias in node.names]
+
+
 def _make_step(
     name: str, indices: list[int], flow: Dataflow, step_of: dict[int, str],
     counts: dict[int, int], kept: tuple[str, ...] = (),
@@ -251,11 +266,15 @@ def _make_step(
     plan = _plan(cells[0].analysis.skeleton) if len(cells) == 1 else None
     training = None if name == WHOLE_NOTEBOOK else _training(cells, flow)
     gpus = max(c.analysis.directives.gpus for c in cells)  # Kale's limit:nvidia.com/gpu:N
+    defines = {name for c in cells for name in c.analysis.effects.writes
+               | c.analysis.effects.mutates if name not in c.analysis.definitions
+               and not name.startswith(("rng:", "file:"))}
     return Step(name, code, tuple(sorted(inputs.values(), key=lambda i: i.var)),
                 tuple(sorted(outputs)), tuple(replay), kept_groups, writes_files, sees_all,
                 target, reasons, plan=plan, training=training,
                 parameters=_parameters_needed(cells, flow),
-                resources=Resources(gpus=gpus) if gpus else Resources())
+                resources=Resources(gpus=gpus) if gpus else Resources(),
+                defines=tuple(sorted(defines)))
 
 
 def _one_device(cell: int, site, at) -> str:  # site: a TrainingSite; at: a formatter

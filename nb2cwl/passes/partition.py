@@ -174,11 +174,15 @@ def _merge(segment: list[Step], workflow: Workflow, costs: Mapping[str, Costs],
     replay: dict[str, None] = {}
     groups: set[tuple[str, ...]] = set()
     reasons: list[str] = []
+    own = {cell.index for step in segment for cell in step.cells}
     for step in segment:
         for item in step.inputs:
             if item.producer not in inside:
                 inputs.setdefault(item.var, item)
-        replay.update(dict.fromkeys(step.replay))
+        # a definition a cell of the fused step makes runs there, in its place (replayed
+        # first, an import would come before the settings its cell makes ahead of it)
+        replay.update(dict.fromkeys(key for key in step.replay
+                                    if workflow.replay(key).cell_index not in own))
         groups |= set(step.alias_groups)
         reasons += [r for r in step.reasons if r not in reasons]
     outputs = sorted({item.var for other in workflow.steps if other.name not in inside
@@ -208,6 +212,7 @@ def _merge(segment: list[Step], workflow: Workflow, costs: Mapping[str, Costs],
         resources=first.resources,
         parameters=tuple(p.name for p in workflow.parameters
                          if any(p.name in s.parameters for s in segment)),
+        defines=tuple(sorted({name for s in segment for name in s.defines})),
     )
 
 

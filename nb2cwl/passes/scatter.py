@@ -62,7 +62,7 @@ def _rewrite(step: Step, plan) -> tuple[Step, Step, Step]:
                      - set(plan.loop_locals) - {"__nb2cwl_item__"} - set(PSEUDO))
                     | set(plan.keep_locals))
     split = replace(step, name=f"{step.name}_split", outputs=(*handed, CHUNKS, PREFIX),
-                    role="split", alias_groups=(), reasons=(
+                    role="split", alias_groups=(), defines=(), reasons=(
                         f"line {plan.line}: {plan.form}: runs the code before it and cuts the "
                         "collection into chunks",))
     own = StepInput
@@ -70,7 +70,7 @@ def _rewrite(step: Step, plan) -> tuple[Step, Step, Step]:
         step, name=f"{step.name}_map",
         inputs=tuple([own(name, split.name, step.first_cell) for name in plan.reads
                       if name in handed] + [own(CHUNKS, split.name, step.first_cell)] + files),
-        outputs=(RESULTS,), role="map", alias_groups=(), reasons=(
+        outputs=(RESULTS,), role="map", alias_groups=(), defines=(), reasons=(
             f"runs the per-item code once per chunk ({plan.method})",))
     gather = replace(
         step, name=f"{step.name}_gather",

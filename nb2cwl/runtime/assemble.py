@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from .arguments import parse_arguments
+from .capture import settle_displays
 from .failure import MARKER
 from .parameters import VALUES_FILE, given_path
 
@@ -42,6 +43,16 @@ def assemble(argv: list[str], spec: dict[str, Any] | None = None) -> int:
     failed = min(failures) if failures else None
     if failed is not None and end is not None and failed[0] > end:
         failed = None
+    last = min(i for i in (failed[0] if failed else None, end) if i is not None) \
+        if failed is not None or end is not None else None
+    indices = sorted(i for i in results if last is None or i <= last)
+    # a later cell's update of a display an earlier cell shows
+    for index, outputs in zip(indices, settle_displays([results[i]["outputs"] for i in indices]),
+                              strict=True):
+        results[index] = {**results[index], "outputs": outputs}
+    notes = [note for report in reports for note in report.get("notes", [])]
+    if notes:  # what a step could not carry exactly (nb2cwl run prints them)
+        notebook.setdefault("metadata", {}).setdefault("nb2cwl", {})["notes"] = notes
     for index, cell in enumerate(notebook.get("cells", [])):
         if cell.get("cell_type") != "code":
             continue
@@ -51,8 +62,8 @@ def assemble(argv: list[str], spec: dict[str, Any] | None = None) -> int:
         cell["outputs"] = result["outputs"] if result else []
         cell["execution_count"] = result["execution_count"] if result else None
     if failed is not None:
-        notebook.setdefault("metadata", {})["nb2cwl"] = {"failed_cell": failed[0],
-                                                         "error": failed[1]}
+        notebook.setdefault("metadata", {}).setdefault("nb2cwl", {}).update(
+            failed_cell=failed[0], error=failed[1])
         sys.stderr.write(failed[1] + "\n")
     declared = (spec or {}).get("parameters")
     name, merged = args["output"][0], "written-files"

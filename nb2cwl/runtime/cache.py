@@ -3,8 +3,9 @@
 The key is a sha256 of the step's description (its cells' code, definitions, ports), the
 runtime's own source, the content of every input file or folder, and every plain
 (non-path) argument. `nb2cwl run` points NB2CWL_CACHE_DIR at the output directory; without
-it nothing is cached. Steps that may touch files the analysis cannot name are never
-cached, nor are failed or skipped steps.
+it nothing is cached. With NB2CWL_CACHE_REFRESH (`nb2cwl run --refresh`) every step runs
+again and its outputs replace the kept ones. Steps that may touch files the analysis cannot
+name are never cached, nor are failed or skipped steps.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from collections.abc import Iterator
 from typing import Any
 
 ENV = "NB2CWL_CACHE_DIR"
+#: Set (nb2cwl run --refresh): every step runs again, and its outputs are kept for later runs.
+REFRESH_ENV = "NB2CWL_CACHE_REFRESH"
+#: Cell ids (comma-separated) whose steps run again (nb2cwl run --cells: the chosen cells run;
+#: the cells they need may be reused).
+RERUN_CELLS_ENV = "NB2CWL_RERUN_CELLS"
 #: Variables that change what a step computes without changing its code or inputs: how many
 #: replicas a training step's strategy has (the replicas' batches sum in another order).
 STRATEGY_ENV = ("NB2CWL_CPU_REPLICAS", "NB2CWL_LOCAL_WORKERS", "CUDA_VISIBLE_DEVICES")
@@ -95,10 +101,14 @@ def exclusive(key: str | None) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def restore(key: str, out: str) -> bool:
-    """Copy cached outputs into `out`; True when there were any."""
+def restore(key: str, out: str, cells: list[str] | None = None) -> bool:
+    """Copy cached outputs into `out`; True when there were any (never for a step running one
+    of the `cells` asked to run again)."""
     entry = os.path.join(os.environ[ENV], key)
-    if not os.path.isfile(os.path.join(entry, "complete")):
+    if os.environ.get(REFRESH_ENV) or not os.path.isfile(os.path.join(entry, "complete")):
+        return False
+    again = set(filter(None, os.environ.get(RERUN_CELLS_ENV, "").split(",")))
+    if again & set(cells or ()):
         return False
     shutil.copytree(os.path.join(entry, "out"), out, dirs_exist_ok=True)
     report_path = os.path.join(out, "report.json")
@@ -115,7 +125,9 @@ def store(key: str, out: str) -> None:
     root = os.environ[ENV]
     entry = os.path.join(root, key)
     if os.path.exists(entry):
-        return
+        if not (os.environ.get(REFRESH_ENV) or os.environ.get(RERUN_CELLS_ENV)):
+            return
+        shutil.rmtree(entry, ignore_errors=True)  # this run's outputs replace the earlier ones
     staging = os.path.join(root, f".{key}.{os.getpid()}")
     try:
         shutil.copytree(out, os.path.join(staging, "out"))

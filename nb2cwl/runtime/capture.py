@@ -8,6 +8,8 @@ import sys
 import time
 from typing import Any
 
+from . import descriptors
+
 _current: OutputCapture | None = None
 _runtime_figures = True  # False where matplotlib's own inline backend shows the figures
 
@@ -41,6 +43,7 @@ class _Stream(io.TextIOBase):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         target = _current
         if target is not None:
+            descriptors.catch_up()
             target.stream(self._name, text)
         if target is None or target.echo:
             self._echo.write(text)
@@ -72,12 +75,23 @@ _installed = False
 
 
 def _install_streams() -> None:
-    """Once per process, as the kernel does: a cell that replaces sys.stdout keeps it so."""
+    """Once per process, as the kernel does: a cell that replaces sys.stdout keeps it so.
+    What reaches descriptors 1 and 2 otherwise (subprocesses, C code) goes to the running cell
+    too (descriptors.py); Python's streams echo to the step's log past those pipes."""
     global _installed
     if not _installed:
-        sys.stdout = _Stream("stdout", sys.stdout)
-        sys.stderr = _Stream("stderr", sys.stderr)
+        logs = descriptors.forward(_from_descriptor)
+        out, err = logs if logs is not None else (sys.stdout, sys.stderr)
+        sys.stdout = _Stream("stdout", out)
+        sys.stderr = _Stream("stderr", err)
         _installed = True
+
+
+def _from_descriptor(name: str, text: str) -> None:
+    """Text a subprocess or C code wrote to the step's stdout or stderr."""
+    target = _current
+    if target is not None:
+        target.stream(name, text)
 
 
 #: ipykernel sends a stream's text this long after its first unsent write.
@@ -100,12 +114,14 @@ class OutputCapture:
     def __init__(self, echo: bool = True) -> None:
         self.events: list[Event] = []
         self.echo = echo  # also write the streams to the step's log
+        self.listener: Any = None  # called after each change (live progress, runtime/live.py)
         self._outer: OutputCapture | None = None
         self._start = time.monotonic()
 
     @property
     def outputs(self) -> list[dict[str, Any]]:
-        """The outputs as Jupyter would have them."""
+        """The outputs as Jupyter would have them (with the display ids and the updates of
+        earlier cells' displays the assembler needs: `shown` drops them)."""
         return replay(self.events)
 
     @property
@@ -121,12 +137,15 @@ class OutputCapture:
 
     def __exit__(self, *exc: object) -> None:
         global _current
+        descriptors.drain()  # what the cell's subprocesses and C code wrote belongs to it
         if _runtime_figures:
             flush_figures()
         _current = self._outer
 
     def _add(self, kind: str, payload: Any) -> None:
         self.events.append((time.monotonic() - self._start, kind, payload))
+        if self.listener is not None:
+            self.listener()
 
     def stream(self, name: str, text: str) -> None:
         """Text written to stdout or stderr."""
@@ -226,15 +245,48 @@ def replay(events: list[Event]) -> list[dict[str, Any]]:
                 outputs.clear()
         elif kind == "update":
             send_all()
+            matched = False
             for output in outputs:
                 if output.get(DISPLAY_ID) == payload.get(DISPLAY_ID):
                     output["data"], output["metadata"] = payload["data"], payload["metadata"]
+                    matched = True
+            if not matched:  # a display of an earlier cell: the assembler updates it
+                outputs.append({**payload, "output_type": UPDATE})
         else:
             send_all()
             append(dict(payload))
     send_all()
-    # as a notebook stores them: display ids are transient, not saved
-    return [{k: v for k, v in o.items() if k != DISPLAY_ID} for o in outputs]
+    return outputs
+
+
+#: An update of a display an earlier cell shows (`handle.update(...)`), kept among a cell's
+#: outputs until the executed notebook is written (see settle_displays).
+UPDATE = "nb2cwl_update"
+
+
+def shown(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A cell's outputs as a notebook shows and stores them: display ids are transient."""
+    return [{k: v for k, v in o.items() if k != DISPLAY_ID} for o in outputs
+            if o.get("output_type") != UPDATE]
+
+
+def settle_displays(cells: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+    """The outputs of the notebook's cells, in order, with each update a later cell made to a
+    display of an earlier one applied there, as the kernel's frontend applies it."""
+    updates: dict[str, dict[str, Any]] = {}
+    settled = []
+    for outputs in reversed(cells):  # an update applies to the displays before it
+        for output in outputs:
+            if output.get("output_type") == UPDATE:
+                updates.setdefault(output[DISPLAY_ID], output)
+        kept = []
+        for output in outputs:
+            update = updates.get(output.get(DISPLAY_ID, ""))
+            if update is not None and output.get("output_type") != UPDATE:
+                output = {**output, "data": update["data"], "metadata": update["metadata"]}
+            kept.append(output)
+        settled.append(shown(kept))
+    return settled[::-1]
 
 
 def shifted(events: list[Event], offset: float) -> list[Event]:

@@ -136,9 +136,11 @@ def _acceptable(request: dict[str, Any], runtime: str) -> bool:
     try:
         same_runtime = os.path.realpath(request["runtime"]) == runtime
         same_python = os.path.realpath(request["python"]) == os.path.realpath(sys.executable)
-    except (KeyError, TypeError):
+        # a forked child keeps the server's string hashing: only steps asking for the same
+        same_hashing = request["env"].get("PYTHONHASHSEED") == os.environ.get("PYTHONHASHSEED")
+    except (KeyError, TypeError, AttributeError):
         return False
-    return same_runtime and same_python
+    return same_runtime and same_python and same_hashing
 
 
 def _close(conn: socket.socket, fds: list[int]) -> None:

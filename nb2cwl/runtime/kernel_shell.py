@@ -8,10 +8,13 @@ transformer, magics, `$var` and `{expr}` expansion, `!` commands, the display fo
 
 Libraries that behave differently in a kernel detect one the way ipykernel presents itself:
 pandas looks for a shell with a `kernel` attribute and "zmq" in its class name (wide frames
-wrap at 80 columns, 20 columns at most), tqdm and others for an IPKernelApp section in the
-shell's config. The step's shell presents itself the same way, sets the environment variables
-the kernel sets, and keeps `get_ipython` and `display` in the builtins for the whole step
-(values loaded before the first cell may import pandas).
+wrap at 80 columns, 20 columns at most), rich and Keras for a shell class named
+ZMQInteractiveShell, tqdm and others for an IPKernelApp section in the shell's config. The
+step's shell presents itself the same way, has the kernel's own magics (ipykernel's
+KernelMagics: %autosave, %clear, %less, ...; the storemagic extension ipykernel loads: %store),
+sends what the kernel sends to the pager (`obj?`) nowhere, as the pager is no cell output, sets
+the environment variables the kernel sets, and keeps `get_ipython` and `display` in the
+builtins for the whole step (values loaded before the first cell may import pandas).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
 from . import capture
+from .future import compiler_flags
 
 #: What ipykernel's ZMQInteractiveShell.init_environment sets for the user's code.
 KERNEL_ENVIRONMENT = {"TERM": "xterm-color", "CLICOLOR": "1", "FORCE_COLOR": "1",
@@ -137,6 +141,23 @@ class ZMQStepShell(InteractiveShell):
             return
         super().showtraceback(exc_tuple, *args, **kwargs)
 
+    def init_magics(self) -> None:
+        """IPython's magics and the kernel's own (ipykernel's KernelMagics), as in a kernel."""
+        super().init_magics()
+        with contextlib.suppress(ImportError):
+            from ipykernel.zmqshell import KernelMagics
+
+            self.register_magics(KernelMagics)
+            self.magics_manager.register_alias("ed", "edit")
+
+    def init_hooks(self) -> None:
+        """What the kernel sends to the frontend's pager (`len?`, %pinfo, %less) is no cell
+        output: in a step it goes nowhere."""
+        super().init_hooks()
+        from IPython.core import page
+
+        self.set_hook("show_in_pager", page.as_hook(lambda *args, **kwargs: None), 99)
+
     def _showtraceback(self, etype: type, evalue: BaseException, stb: list[str]) -> None:
         target = capture.current()
         if target is None:
@@ -145,6 +166,10 @@ class ZMQStepShell(InteractiveShell):
         _flush_streams()
         target.output({"output_type": "error", "ename": str(etype.__name__),
                        "evalue": str(evalue), "traceback": list(stb)})
+
+
+# rich and Keras format for a notebook when the shell's class has the kernel's name
+ZMQStepShell.__name__ = ZMQStepShell.__qualname__ = "ZMQInteractiveShell"
 
 
 def _flush_streams() -> None:
@@ -198,7 +223,14 @@ class KernelExecutor:
         self._filename = ""
         self.shell.skipped_magics = frozenset(skipped_magics)
         self.shell.builtin_trap.__enter__()  # get_ipython() and display() from now on
+        with contextlib.suppress(Exception):  # as IPKernelApp loads it by default
+            self.shell.extension_manager.load_extension("storemagic")
         self.namespace: dict[str, Any] = self.shell.user_ns
+
+    def future(self, features: list[str]) -> None:
+        """Compile the cells with these `from __future__` features on, as the kernel's compiler
+        keeps those of earlier cells."""
+        self.shell.compile.flags |= compiler_flags(features)
 
     def values_loaded(self) -> None:
         """`_`, `__`, `___` loaded from other steps are the results' history, not values the
@@ -207,6 +239,14 @@ class KernelExecutor:
         for name in ("_", "__", "___"):
             if name in self.namespace:
                 setattr(hook, name, self.namespace[name])
+        # a figure made in another step shows as in the kernel, which had the inline backend
+        # (and so its figure formats) since it made the figure
+        if os.environ.get("MPLBACKEND") == INLINE_BACKEND and \
+                "matplotlib_inline.backend_inline" not in sys.modules and any(
+                type(value).__module__.startswith("matplotlib.")
+                for value in list(self.namespace.values())):
+            with contextlib.suppress(ImportError):
+                import matplotlib_inline.backend_inline  # noqa: F401
 
     def run_cell(self, cell: dict[str, Any],
                  execution_count: int) -> tuple[bool, BaseException | None]:

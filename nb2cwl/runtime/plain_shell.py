@@ -20,6 +20,7 @@ from typing import Any
 from . import capture
 from .capture import display
 from .failure import user_traceback
+from .future import compiler_flags
 
 _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE, without importing inspect
 
@@ -134,6 +135,11 @@ class PlainExecutor:
                                "get_ipython": lambda: shell})
         sys.modules["__main__"] = module
         self._filename = "<cell>"
+        self.flags = 0  # `from __future__` features of earlier cells, as a kernel keeps them
+
+    def future(self, features: list[str]) -> None:
+        """Compile the cells with these `from __future__` features on."""
+        self.flags |= compiler_flags(features)
 
     def values_loaded(self) -> None:
         """Nothing to do: the plain runtime keeps no result history of its own."""
@@ -153,7 +159,7 @@ class PlainExecutor:
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         target = capture.current()
         try:
-            value = _execute(code, filename, self.namespace)
+            value = _execute(code, filename, self.namespace, self)
             if value is not None and show_result and target is not None:
                 target.result(value, execution_count)
                 # the kernel's result history
@@ -175,12 +181,16 @@ class PlainExecutor:
         return f"<cell {execution_count}>"
 
 
-def _execute(source: str, filename: str, namespace: dict[str, Any]) -> Any:
-    tree = ast.parse(source, filename)
+def _execute(source: str, filename: str, namespace: dict[str, Any],
+             executor: PlainExecutor) -> Any:
+    executor.future([alias.name for node in ast.parse(source, filename).body
+                     if isinstance(node, ast.ImportFrom) and node.module == "__future__"
+                     for alias in node.names])  # they hold from this cell on
+    tree = ast.parse(source, filename, flags=executor.flags)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body.pop()
-    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | executor.flags
     body = compile(tree, filename, "exec", flags=flags)
     _run(body, namespace)
     if last is None:

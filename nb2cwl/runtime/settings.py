@@ -50,6 +50,11 @@ class SettingsReplay:
             return
         self.hook.arm(owners, lambda: self._run(setting))
 
+    def run_now(self, setting: dict[str, Any]) -> None:
+        """Run `setting` at once (a training step makes its cells' settings that came before
+        the notebook imported TensorFlow before importing it itself)."""
+        self._run(setting)
+
     def _run(self, setting: dict[str, Any]) -> None:
         scratch: dict[str, Any] = {"__builtins__": builtins, "__name__": "__main__"}
         for name in ("get_ipython", "display"):

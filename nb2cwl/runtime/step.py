@@ -12,7 +12,7 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import cache, files, parameters, skeleton, values
+from . import cache, files, live, parameters, skeleton, values
 from .arguments import Arguments, parse_arguments
 from .capture import OutputCapture
 from .failure import (
@@ -23,6 +23,7 @@ from .failure import (
     upstream_failure,
     user_traceback,
 )
+from .future import compiler_flags as future_flags
 from .settings import SettingsReplay
 
 if TYPE_CHECKING:  # the training module is imported only by steps that train (~10 ms)
@@ -48,21 +49,68 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     root = os.getcwd()
     out = os.path.join(root, OUT)
     os.makedirs(out, exist_ok=True)
+    started = time.time()
+    live.begin(spec["step"], **_shard(spec, args))
     if os.path.realpath(os.environ.get("HOME", "")) == os.path.realpath(root):
-        # StreamFlow points HOME at the job directory: keep caches (matplotlib, pip) out of
-        # the files the cell is seen to write
-        home = os.path.join(root, "nb2cwl-home")
-        os.makedirs(home, exist_ok=True)
-        os.environ["HOME"] = home
+        # StreamFlow points HOME at the job directory (as CWL asks): the kernel has the user's
+        # own (matplotlib's font cache, fonts, dotfiles), and caches must stay out of the files
+        # the cell is seen to write
+        os.environ["HOME"] = _user_home(root)
     upstream = upstream_failure(args)
     if upstream is not None:
+        for cell in spec["cells"]:
+            live.cell_event(cell, "skipped")
+        live.step_event("skipped", elapsed=time.time() - started)
         return _skip(spec, out, upstream)
     raw_parameters = parameters.raw_inputs(spec, root)
     key = cache.cache_key(spec, args, raw_parameters)
     with cache.exclusive(key):  # the same step with the same inputs (a sweep's combinations)
-        if key is not None and cache.restore(key, out):  # waits, then reuses the outputs
+        named = [c["id"] for c in spec["cells"]] + [str(c["index"]) for c in spec["cells"]]
+        if key is not None and cache.restore(key, out, named):  # waits, then reuses them
+            _show_cached(spec, out, started)
             return 0
         return _execute(spec, args, root, out, key, raw_parameters)
+
+
+def _user_home(root: str) -> str:
+    """The user's home folder, as a kernel has it; a folder of the job where there is none
+    this step may write to (a container's user without a home)."""
+    import pwd
+
+    try:
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    except (KeyError, OSError):
+        home = ""
+    if home and os.path.isdir(home) and os.access(home, os.W_OK) and \
+            os.path.realpath(home) != os.path.realpath(root):
+        return home
+    home = os.path.join(root, "nb2cwl-home")
+    os.makedirs(home, exist_ok=True)
+    return home
+
+
+def _shard(spec: dict[str, Any], args: Arguments) -> dict[str, Any]:
+    """Which shard of a scattered loop this job runs (its chunk file's number, from 1)."""
+    if spec.get("role") != "map":
+        return {}
+    name = os.path.basename(args.one("chunk-0"))
+    digits = "".join(c for c in name if c.isdigit())
+    return {"shard": int(digits) + 1} if digits else {}
+
+
+def _show_cached(spec: dict[str, Any], out: str, started: float) -> None:
+    """Live progress of a reused step: its cells' outputs, as the earlier run left them."""
+    if not live.active():
+        return
+    with open(os.path.join(out, "report.json"), encoding="utf-8") as handle:
+        report = json.load(handle)
+    cells = {cell["index"]: cell for cell in spec["cells"]}
+    for entry in report.get("cells", []):
+        cell = cells.get(entry["index"])
+        if cell is not None:
+            live.cell_outputs(cell, entry["outputs"])
+            live.cell_event(cell, "cached", execution_count=entry.get("execution_count"))
+    live.step_event("cached", elapsed=time.time() - started)
 
 
 def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: str | None,
@@ -70,6 +118,8 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
     """Run the step's cells (its outputs were not in the cache)."""
     plan = spec.get("training")
     executor = _executor(spec.get("skipped_magics", []), spec.get("program") == "script")
+    future = spec.get("future", [])  # [cell, feature] of earlier cells
+    executor.future([f for cell, f in future if cell < spec["cells"][0]["index"]])
     namespace = executor.namespace
     sys.argv = _program_argv(spec)
     trainer: Training | None = None
@@ -90,7 +140,8 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
         if definition.get("parameter"):  # the run's value, not the notebook's
             parameters.assign([definition["parameter"]], run_values, namespace)
             return
-        exec(_compiled(definition["code"], definition["cell"]), namespace)
+        flags = future_flags([f for cell, f in future if cell <= definition["cell"]])
+        exec(_compiled(definition["code"], definition["cell"], flags), namespace)
 
     def ensure_defined(names: list[str]) -> None:
         for name in names:
@@ -119,7 +170,12 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
             (_position(s["key"]), settings.apply, s) for s in settings.due_before((first, -1))]
         for _, action, item in sorted(actions, key=lambda entry: entry[0]):
             action(item)
-        trainer = _trainer(plan, namespace)  # before any TF op: no value is loaded yet
+        for setting in (plan or {}).get("early_settings", []):  # made before the import
+            settings.run_now(setting)
+        with OutputCapture() as early:  # TensorFlow's import prints (C++ logging)
+            trainer = _trainer(plan, namespace)  # before any TF op: no value is loaded yet
+        if plan is not None and early.events:  # shown by the cell importing it, as in the
+            _EARLY[plan.get("import_cell")] = early.events  # kernel (else by another step)
         with trainer.scope() if trainer is not None else _nothing():
             by_producer: dict[str, list[str]] = {}
             for item in spec.get("inputs", []):
@@ -151,9 +207,21 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
         else:
             values.save_values(namespace, spec.get("outputs", []), spec.get("groups", []),
                                os.path.join(out, "values"), replayable)
+            if spec.get("keep"):  # for pulling values into a kernel (Jupyter)
+                values.keep_values(namespace, spec["keep"], os.path.join(out, "values"),
+                                   replayable)
+        if values.UNORDERED:
+            names = ", ".join(sorted(set(values.UNORDERED)))
+            note = (f"step {spec['step']}: the set(s) in {names} may iterate in another order "
+                    "in later steps than here (the order follows the set's history); tag the "
+                    "cells that make and iterate them nb2cwl:step=<name> to keep them together")
+            report.setdefault("notes", []).append(note)
+            sys.stderr.write(f"nb2cwl: note: {note}\n")
     except CellFailed as failure:
         report["cells"].append({"index": failure.cell["index"], "outputs": failure.outputs,
                                 "execution_count": failure.cell["execution_count"]})
+        live.cell_outputs(failure.cell, failure.outputs)
+        live.cell_event(failure.cell, "failed", execution_count=failure.cell["execution_count"])
         _record_failure(report, out, failure.cell["index"], str(failure))
     except values.TransferError as exc:
         last = spec["cells"][-1]
@@ -164,8 +232,14 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
         changed = files.capture_changes(root, before, os.path.join(out, "files"))
         report["files"] = changed
         report["finished"] = time.time()
+        if key is not None:  # where the outputs are kept (nb2cwl's pull finds the values)
+            report["cache_key"] = key
         with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as handle:
             json.dump(report, handle, indent=1)
+        live.step_event("failed" if "failed_cell" in report else "done",
+                        elapsed=report["finished"] - report["started"],
+                        shards=report.get("shards"), cache=key,
+                        message=(report.get("error") or "").strip().split("\n")[0] or None)
     if key is not None and "failed_cell" not in report:
         cache.store(key, out)
     return status
@@ -197,7 +271,7 @@ def _begin_training(trainer: Training, plan: dict[str, Any],
 _SOURCES: set[str] = set()  # the file names given to code run outside the cells
 
 
-def _compiled(code: str, cell: int) -> types.CodeType:
+def _compiled(code: str, cell: int, flags: int = 0) -> types.CodeType:
     """`code` of cell `cell` (a replayed or rewritten definition) compiled under a file name
     of its own, its source registered where tracebacks and AutoGraph (a @tf.function) look
     for it: "<cell 3>", then "<cell 3'>" for the next piece of the same cell."""
@@ -208,7 +282,7 @@ def _compiled(code: str, cell: int) -> types.CodeType:
         name = name[:-1] + "'>"
     _SOURCES.add(name)
     linecache.cache[name] = (len(code), None, code.splitlines(True), name)
-    return compile(code, name, "exec")
+    return compile(code, name, "exec", flags=flags)
 
 
 def _training_log(report: dict[str, Any], cell: int) -> str:
@@ -259,6 +333,8 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
             after_cell(cell["index"])
         return
     cell, plan = spec["cells"][0], spec["plan"]
+    if role == "split":
+        live.cell_event(cell, "running")
 
     def run_code(code: str, display: bool) -> tuple[list, float]:
         # the prefix before a loop, or the gather and the rest of the cell after it
@@ -267,6 +343,7 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
     if role == "split":
         report["prefix_events"], report["prefix_duration"] = skeleton.split(
             plan, namespace, out, run_code, replayable)
+        report["shards"] = len(os.listdir(os.path.join(out, "chunks_0")))
     elif role == "map":
         chunk_files = [args.one(f"chunk-{n}") for n in range(len(plan["iterables"]))]
         skeleton.run_items(plan, namespace, chunk_files, out, replayable)
@@ -284,6 +361,8 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
             raise CellFailed(cell, None, str(failed), failed.outputs) from None
         report["cells"].append({"index": cell["index"], "outputs": outputs,
                                 "execution_count": cell["execution_count"]})
+        live.cell_outputs(cell, outputs)
+        live.cell_event(cell, "done", execution_count=cell["execution_count"])
 
 
 def _program_argv(spec: dict[str, Any]) -> list[str]:
@@ -339,16 +418,31 @@ def _stage_files(spec: dict[str, Any], args: Arguments, root: str) -> None:
             files.stage_tree(args.one(f"files-{item['from']}"), root, item.get("paths"))
 
 
+#: Outputs made before the cells, for the cell whose code made them in the kernel.
+_EARLY: dict[int | None, list[Any]] = {}
+
+
 def _run_cell(cell: dict[str, Any], executor: Executor, spec: dict[str, Any]) -> Any:
     """Run one cell as the kernel would; its outputs."""
     count = cell["execution_count"]
+    live.cell_event(cell, "running")
     with OutputCapture() as capture:
+        capture.events[:0] = _EARLY.pop(cell["index"], [])
+        sender = None
+        if live.active():  # the outputs so far, while the cell runs
+            sender = live.CellOutputs(cell, lambda: capture.outputs)
+            capture.listener = sender.changed
         ok, error = executor.run_cell(cell, count)
+    if sender is not None:
+        sender.close()
     if not ok and ends_script(spec, error):
         raise ScriptEnded(cell, capture.outputs)
     if not ok:
         _failed(cell, error, spec, capture, executor.filename_of(count))
-    return capture.outputs
+    outputs = capture.outputs
+    live.cell_outputs(cell, outputs)
+    live.cell_event(cell, "done", execution_count=count)
+    return outputs
 
 
 def _run_piece(cell: dict[str, Any], code: str, display: bool, executor: Executor,

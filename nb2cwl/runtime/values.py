@@ -33,10 +33,25 @@ class TransferError(Exception):
 
 
 class _Pickler(_BasePickler):  # type: ignore[misc, valid-type]
-    def __init__(self, file: Any, replayable: set[str]) -> None:
+    def __init__(self, file: Any, replayable: set[str], label: str = "") -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self.replayable = replayable
+        self.label = label
         self.needs: set[str] = set()
+        self.sets: dict[int, int] = {}
+        self.kept: list[Any] = []
+
+    def persistent_id(self, obj: Any) -> Any:
+        """Sets are saved with the way to rebuild them in their own order (_same_order); the
+        C pickler offers no other hook for them. The same set met again is a reference."""
+        if type(obj) not in (set, frozenset):
+            return None
+        number = self.sets.get(id(obj))
+        if number is not None:
+            return ("nb2cwl-set-again", number)
+        self.sets[id(obj)] = number = len(self.sets)
+        self.kept.append(obj)  # alive until the dump ends: its id is not reused
+        return ("nb2cwl-set", number, type(obj) is frozenset, _same_order(obj, self.label))
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, (type, types.FunctionType)) and obj.__module__ == "__main__":
@@ -47,6 +62,57 @@ class _Pickler(_BasePickler):  # type: ignore[misc, valid-type]
                 return NotImplemented  # pickle by reference: the loading step replays it
         parent = getattr(super(), "reducer_override", None)
         return parent(obj) if parent is not None else NotImplemented
+
+
+class _SetLoader:
+    """persistent_load for the sets a _Pickler saved."""
+
+    def __init__(self) -> None:
+        self.sets: dict[int, Any] = {}
+
+    def __call__(self, pid: Any) -> Any:
+        if pid[0] == "nb2cwl-set-again":
+            return self.sets[pid[1]]
+        if pid[0] != "nb2cwl-set":
+            raise pickle.UnpicklingError(f"unknown persistent id {pid[0]!r}")
+        _, number, frozen, argument = pid
+        self.sets[number] = found = (frozenset if frozen else set)(argument)
+        return found
+
+
+def _same_order(found: set | frozenset, label: str) -> list | dict:
+    """What to rebuild a set from so that it iterates in its own order, as the kernel's one
+    object does: pickle's default (insert the items in that order) often gives another order,
+    since the order follows the hash table's history. Inserting the items in their order,
+    then moving an item ahead of the one that took its place, finds an order that rebuilds
+    the same table for most sets (the steps hash strings alike); the rest are noted
+    (UNORDERED)."""
+    kind = type(found)
+    order = list(found)
+    if len(order) > _SET_REPAIR_UP_TO:
+        return order
+    for start in (order, order[::-1]):
+        attempt = list(start)
+        for _ in range(_SET_REPAIRS):
+            rebuilt = list(kind(attempt))
+            if rebuilt == order:
+                return attempt
+            first = next(k for k, (a, b) in enumerate(zip(rebuilt, order, strict=True)) if a != b)
+            wanted, taken = order[first], rebuilt[first]
+            attempt.remove(wanted)
+            attempt.insert(attempt.index(taken), wanted)  # it claims its place first
+    for candidate in (dict.fromkeys(order), dict.fromkeys(order[::-1])):  # presized tables
+        if list(kind(candidate)) == order:
+            return candidate
+    UNORDERED.append(label)
+    return order
+
+
+#: Sets up to this size are rebuilt in their own order (each try builds a copy).
+_SET_REPAIR_UP_TO = 200_000
+_SET_REPAIRS = 64
+#: The values holding a set no way of rebuilding gives its order back (see _same_order).
+UNORDERED: list[str] = []
 
 
 def _resolve(module: Any, qualname: str) -> Any:
@@ -85,6 +151,30 @@ def save_values(
                 index[name] = {"file": file_name, "format": "group", "needs": needs}
     with open(os.path.join(directory, INDEX), "w", encoding="utf-8") as handle:
         json.dump(index, handle, indent=1, sort_keys=True)
+
+
+def keep_values(namespace: dict[str, Any], names: Iterable[str], directory: str,
+                replayable: set[str]) -> None:
+    """Also save `names` (what the step's cells defined that no later step reads, for
+    pulling them into a kernel), each on its own and as far as it can be: a value that
+    cannot be saved is left out, with a line in the step's log."""
+    index_path = os.path.join(directory, INDEX)
+    with open(index_path, encoding="utf-8") as handle:
+        index: dict[str, dict[str, Any]] = json.load(handle)
+    for name in names:
+        value = namespace.get(name, _MISSING)
+        if (name in index or value is _MISSING or isinstance(value, types.ModuleType)
+                or name.startswith("__")):
+            continue
+        try:
+            index[name] = _save_one(name, value, directory, replayable)
+        except Exception as exc:  # a lock, a generator, a live connection: not kept
+            sys.stderr.write(f"(nb2cwl keeps no value of {name} for pulling: {exc})\n")
+    with open(index_path, "w", encoding="utf-8") as handle:
+        json.dump(index, handle, indent=1, sort_keys=True)
+
+
+_MISSING = object()
 
 
 def _groups(namespace: dict[str, Any], present: list[str],
@@ -196,7 +286,7 @@ def _load_keras(path: str, namespace: dict[str, Any]) -> Any:
 def _pickle(value: Any, path: str, replayable: set[str], label: str) -> list[str]:
     try:
         with open(path, "wb") as handle:
-            pickler = _Pickler(handle, replayable)
+            pickler = _Pickler(handle, replayable, label)
             pickler.dump(value)
     except Exception as exc:
         os.unlink(path)
@@ -273,7 +363,9 @@ def load_values(
 def _unpickle(path: str, namespace: dict[str, Any] | None = None) -> Any:
     with open(path, "rb") as handle:
         if namespace is None:
-            return pickle.load(handle)
+            unpickler = pickle.Unpickler(handle)
+            unpickler.persistent_load = _SetLoader()  # type: ignore[method-assign]
+            return unpickler.load()
         return _LiveUnpickler(handle, namespace).load()
 
 
@@ -288,6 +380,7 @@ class _LiveUnpickler(pickle.Unpickler):
     def __init__(self, file: Any, namespace: dict[str, Any]) -> None:
         super().__init__(file)
         self.namespace = namespace
+        self.persistent_load = _SetLoader()  # type: ignore[method-assign]
 
     def find_class(self, module: str, name: str) -> Any:
         found = super().find_class(module, name)

@@ -621,6 +621,70 @@ notebook("realistic_scatter_work", ("realistic", "python-numpy-random"), ("panda
 ])
 
 
+# --- the process a step runs in: descriptors, the kernel's magics, hashing, compiler flags --
+
+notebook("process_outputs_and_kernel_magics", ("process-outputs", "magics"), ())([
+    "md:# What the kernel shows besides Python's prints",
+    "%autosave 0\nimport os\nimport subprocess\nimport sys\nimport time\n"
+    "os.system('echo listing from os.system')\ntime.sleep(0.3)\nprint('python print')",
+    "subprocess.run(['echo', 'from a subprocess'])\n"
+    "sys.__stdout__.write('to the original stdout\\n')\n"
+    "sys.__stdout__.flush()\ntime.sleep(0.3)\nprint('after them', flush=True)",
+    "import ctypes\nlibc = ctypes.CDLL(None)\nlibc.puts(b'from C code')\nlibc.fflush(None)\n"
+    "time.sleep(0.3)\nthreshold = 0.25",
+    "os.system('echo a warning 1>&2')\ntime.sleep(0.3)\nlen?",
+    "%store threshold\nprint(type(get_ipython()).__name__)",
+])
+
+notebook("figures_shown_later", ("matplotlib", "display"), ("matplotlib",))([
+    "md:# Build a figure, show it later (no %matplotlib magic)",
+    "import matplotlib.pyplot as plt\nimport numpy as np\nxs = np.linspace(0, 1, 20)\n"
+    "fig, ax = plt.subplots(figsize=(3, 2))\nax.plot(xs, xs ** 2)\nplt.close(fig)",
+    "summary = {'points': len(xs), 'max': float((xs ** 2).max())}\nsummary",
+    "fig",
+])
+
+notebook("shell_settings_and_future", ("ipython-settings", "compiler-flags"), ("pandas",))([
+    "md:# Show every expression, and postponed annotations",
+    "from __future__ import annotations\nfrom IPython.core.interactiveshell import "
+    "InteractiveShell\nInteractiveShell.ast_node_interactivity = 'all'\nimport pandas as pd",
+    "frame = pd.DataFrame({'x': [1, 2, 3]})\nlen(frame)\nframe.x.sum()",
+    "def scale(df: pd.DataFrame, by: Factor) -> pd.DataFrame:\n    return df * by",
+    "scale.__annotations__\nscale(frame, 2).x.tolist()",
+])
+
+notebook("folders_and_listings", ("files", "folders"), ("matplotlib",))([
+    "md:# Save figures into folders, list what is there (the handson-ml way)",
+    "import os\nfrom pathlib import Path\nimport numpy as np\nimport matplotlib.pyplot as plt\n"
+    "IMAGES_PATH = Path() / 'images' / 'ch1'\nIMAGES_PATH.mkdir(parents=True, exist_ok=True)\n"
+    "os.makedirs('arrays', exist_ok=True)\n\n"
+    "def save_fig(fig_id):\n    plt.savefig(IMAGES_PATH / f'{fig_id}.png', dpi=40)",
+    "np.save('arrays/eye.npy', np.eye(3))\nnp.save('arrays/ones.npy', np.ones(4))",
+    "plt.plot([1, 4, 9])\nsave_fig('squares')\nplt.close()",
+    "print(sorted(os.listdir('arrays')))\nprint(sorted(p.name for p in Path('arrays').iterdir()))\n"
+    "print(sorted(p.name for p in IMAGES_PATH.iterdir()))",
+])
+
+notebook("display_updated_later", ("display",), ("pandas",))([
+    "md:# A status line that later cells update",
+    "from IPython.display import display, HTML\nimport pandas as pd\n"
+    "status = display(HTML('<b>loading</b>'), display_id=True)\nsummary = display('...', "
+    "display_id='summary')",
+    "frame = pd.DataFrame({'a': range(5)})\n"
+    "status.update(HTML(f'<b>loaded {len(frame)} rows</b>'))",
+    "from IPython.display import update_display\nupdate_display(frame.describe().T, "
+    "display_id='summary')\nprint('done')",
+])
+
+notebook("string_hashing_across_cells", ("hashing",), ())([
+    "md:# Sets of strings and hash buckets, used across cells",
+    "text = 'the quick brown fox jumps over the lazy dog and the quick cat'\n"
+    "words = text.split()\nvocab = set(words)\nbuckets = {w: hash(w) % 4 for w in vocab}",
+    "word_to_index = {w: i for i, w in enumerate(vocab)}\nlen(word_to_index)",
+    "order_kept = [w for w in vocab] == list(word_to_index)\n"
+    "same_buckets = all(buckets[w] == hash(w) % 4 for w in words)\nprint(order_kept, same_buckets)",
+])
+
 #: Python scripts (no cell markers: one cell per group of statements between blank lines).
 SCRIPTS = {
     "script_blank_lines.py": (("script-blank-lines", "numpy-printoptions", "pandas-options"),

@@ -3,6 +3,7 @@ their entries list."""
 
 from __future__ import annotations
 
+from nb2cwl.analysis.knowledge.magics import SHELL_SETTINGS
 from nb2cwl.analysis.knowledge.model import TOGETHER, Library, StateKind
 
 PLOTLY_RENDERER = StateKind("plotly's default renderer and template", "plotly")
@@ -46,6 +47,12 @@ LIBRARIES = (
             "set_verbosity_info", "disable_progress_bar")},
         seeds={"transformers.set_seed": "the random seeds transformers sets (including "
                                         "PyTorch's)"}, heavy=True),
-    Library("ipython", ("IPython", "ipywidgets", "ipykernel", "matplotlib_inline")),
+    Library("ipython", ("IPython", "ipywidgets", "ipykernel", "matplotlib_inline"),
+            global_objects={  # `InteractiveShell.ast_node_interactivity = "all"`, as %config
+                "IPython.core.interactiveshell.InteractiveShell": SHELL_SETTINGS,
+                "IPython.InteractiveShell": SHELL_SETTINGS,
+                "IPython.get_ipython": SHELL_SETTINGS,
+                "IPython.core.getipython.get_ipython": SHELL_SETTINGS,
+                "get_ipython": SHELL_SETTINGS}),
     Library("nb2cwl", ("nb2cwl",)),
 )

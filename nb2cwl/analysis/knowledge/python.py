@@ -92,6 +92,15 @@ FILE_METHODS: dict[str, FileCall] = {
     "write_text": FileCall("w"), "write_bytes": FileCall("w"),
     "read_text": FileCall("r"), "read_bytes": FileCall("r"),
 }
+#: pathlib's methods that look at the path they are called on (a folder: what is in it), or
+#: change it: `Path("out").iterdir()`, `IMAGES.mkdir(parents=True)`.
+PATH_METHODS: dict[str, str] = {
+    **dict.fromkeys(("iterdir", "glob", "rglob", "walk", "exists", "is_dir", "is_file",
+                     "stat", "lstat", "samefile", "resolve", "owner", "group"), "r"),
+    **dict.fromkeys(("mkdir", "touch", "unlink", "rmdir", "chmod", "symlink_to",
+                     "hardlink_to"), "w"),
+    **dict.fromkeys(("rename", "replace"), "rw"),
+}
 #: Methods whose path is optional: without a path argument they return a value, not a file.
 OPTIONAL_PATH_METHODS = frozenset({"to_csv", "to_json", "to_markdown", "to_html"})
 #: Calls that run other programs or touch files in ways the analysis cannot follow.

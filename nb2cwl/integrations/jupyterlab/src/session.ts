@@ -1,0 +1,1181 @@
+/**
+ * The nb2cwl state of one open notebook: its deployments, step graph, plan
+ * (stale cells), runs, and the live state of the run it follows, driven by the
+ * server's run events.
+ */
+import type * as nbformat from '@jupyterlab/nbformat';
+import type { NotebookPanel } from '@jupyterlab/notebook';
+import type { IDisposable } from '@lumino/disposable';
+import { type ISignal, Signal } from '@lumino/signaling';
+
+import {
+  FINAL_RUN_STATUSES,
+  isUnavailable,
+  type IDeploymentsResponse,
+  type IGraph,
+  type IGraphStep,
+  type IPlan,
+  type IRun,
+  type IRunDetail,
+  type Nb2cwlApi,
+  type RunMode
+} from './api';
+import type { IRunEvent } from './events';
+
+/** The statuses a cell badge shows. */
+export type CellStatus =
+  | 'idle'
+  | 'stale'
+  | 'queued'
+  | 'running'
+  | 'done'
+  | 'cached'
+  | 'failed'
+  | 'skipped';
+
+const CELL_STATUSES: ReadonlyArray<string> = [
+  'idle',
+  'stale',
+  'queued',
+  'running',
+  'done',
+  'cached',
+  'failed',
+  'skipped'
+];
+
+/** A step's live state in the followed run. */
+export interface IStepRunState {
+  status: string;
+  where?: string;
+  startedAt?: number;
+  elapsed?: number;
+  shards?: number;
+  /** The shard most recently reported (1-based). */
+  shard?: number;
+  shardsDone: Set<number>;
+  shardsRunning: Set<number>;
+  /** cells, split, map, gather, training, assemble (from the events or the graph). */
+  role?: string;
+  message?: string;
+}
+
+/** A cell's own state, from `cell` and `output` events. */
+interface ICellRunState {
+  status: CellStatus;
+  startedAt?: number;
+  elapsed?: number;
+  executionCount?: number | null;
+}
+
+/** A cell's state in one run. */
+interface ICellRunPart {
+  status: CellStatus;
+  elapsed: number | null;
+  where: string | null;
+}
+
+/** What a cell badge shows. */
+export interface ICellView {
+  cellId: string;
+  step: string | null;
+  deployment: string | null;
+  where: string | null;
+  status: CellStatus;
+  stale: boolean;
+  /** Seconds, live while running. */
+  elapsed: number | null;
+  shard: number | null;
+  shards: number | null;
+  shardsDone: number | null;
+  warnings: string[];
+  /** Why the plan reruns (or reuses) the cell's step. */
+  reason: string | null;
+}
+
+/** How a run was asked for, to run it again. */
+export interface IRunRequestMemo {
+  mode: RunMode;
+  deployment: string | null;
+  cells?: string[];
+}
+
+/** Delay between an edit and the graph + plan refresh, in ms. */
+export const REFRESH_DEBOUNCE_MS = 800;
+
+const TICK_MS = 250;
+
+const now = (): number => Date.now() / 1000;
+
+function isFinal(status: string | undefined | null): boolean {
+  return !!status && FINAL_RUN_STATUSES.includes(status);
+}
+
+function toCellStatus(status: string | undefined): CellStatus {
+  return status && CELL_STATUSES.includes(status)
+    ? (status as CellStatus)
+    : 'idle';
+}
+
+/**
+ * The nb2cwl state of one notebook panel.
+ */
+export class NotebookSession implements IDisposable {
+  constructor(
+    readonly panel: NotebookPanel,
+    readonly api: Nb2cwlApi
+  ) {
+    panel.context.pathChanged.connect(this._onPathChanged, this);
+    void panel.context.ready.then(() => {
+      if (this._isDisposed) {
+        return;
+      }
+      this._fingerprint = this._computeFingerprint();
+      panel.context.model.contentChanged.connect(this._onContentChanged, this);
+      void this.refreshAll();
+    });
+  }
+
+  /** Emitted whenever anything shown changes (state, plan, graph, runs, live times). */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** Emitted for each run event of this notebook, after the state took it in. */
+  get runEvent(): ISignal<this, IRunEvent> {
+    return this._runEvent;
+  }
+
+  /** Emitted once when the followed run reaches a final status. */
+  get runEnded(): ISignal<this, IRun> {
+    return this._runEnded;
+  }
+
+  get path(): string {
+    return this.panel.context.path;
+  }
+
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
+  // ---- state -------------------------------------------------------------
+
+  get deployments(): IDeploymentsResponse | null {
+    return this._deployments;
+  }
+
+  get deployment(): string | null {
+    return this._deployment;
+  }
+
+  set deployment(name: string | null) {
+    if (name === this._deployment) {
+      return;
+    }
+    this._deployment = name;
+    this._changed.emit();
+    void this.refreshGraphAndPlan();
+  }
+
+  get graph(): IGraph | null {
+    return this._graph;
+  }
+
+  get plan(): IPlan | null {
+    return this._plan;
+  }
+
+  get runs(): ReadonlyArray<IRun> {
+    return this._runs;
+  }
+
+  /** The run the badges follow: the active one, or the latest one. */
+  get run(): IRun | null {
+    return this._run;
+  }
+
+  get isRunActive(): boolean {
+    return !!this._run && !isFinal(this._run.status);
+  }
+
+  /** Whether a run request is in flight. */
+  get isStarting(): boolean {
+    return this._starting;
+  }
+
+  /** The connection error (server extension missing, ...), if any. */
+  get serverError(): string | null {
+    return this._serverError;
+  }
+
+  /** Why the graph or the plan cannot be computed (e.g. a syntax error). */
+  get analysisError(): string | null {
+    return this._analysisError;
+  }
+
+  /** Why the deployments could not be listed (the server answered). */
+  get deploymentsError(): string | null {
+    return this._deploymentsError;
+  }
+
+  /** The last error of an action (run, cancel). */
+  get actionError(): string | null {
+    return this._actionError;
+  }
+
+  get stepStates(): ReadonlyMap<string, IStepRunState> {
+    return this._steps;
+  }
+
+  /** How a run was asked for from this page, if it was. */
+  requestOf(runId: string): IRunRequestMemo | undefined {
+    return this._requests.get(runId);
+  }
+
+  /** The cells the followed run ran (or reused): those of its steps that were not skipped. */
+  participatingCells(): Set<string> {
+    const cells = new Set<string>(this._cells.keys());
+    for (const [cell, steps] of this._cellSteps.entries()) {
+      for (const step of steps) {
+        const state = this._steps.get(step);
+        if (state && state.status !== 'skipped') {
+          cells.add(cell);
+        }
+      }
+    }
+    return cells;
+  }
+
+  /** The graph's step of that name. */
+  graphStep(name: string): IGraphStep | undefined {
+    return this._graph?.steps.find(step => step.name === name);
+  }
+
+  /** The number of steps of the followed run, and how many have finished. */
+  stepProgress(): { finished: number; running: number; total: number } {
+    let finished = 0;
+    let running = 0;
+    for (const state of this._steps.values()) {
+      if (['done', 'cached', 'failed', 'skipped'].includes(state.status)) {
+        finished += 1;
+      } else if (state.status === 'running') {
+        running += 1;
+      }
+    }
+    const total = Math.max(
+      this._run?.steps_total ?? 0,
+      this._steps.size,
+      finished + running
+    );
+    return { finished, running, total };
+  }
+
+  /**
+   * The steps a cell belongs to, in order: from the run's step events, else the
+   * graph (a scattered loop's cell has a split, a map and a gather step).
+   */
+  stepsOf(cellId: string): string[] {
+    const fromRun = this._cellSteps.get(cellId);
+    if (fromRun && fromRun.length > 0) {
+      return fromRun;
+    }
+    const fromGraph = (this._graph?.steps ?? [])
+      .filter(step => step.cells.includes(cellId))
+      .map(step => step.name);
+    if (fromGraph.length > 0) {
+      return fromGraph;
+    }
+    const step = this._graph?.cells[cellId]?.step;
+    return step ? [step] : [];
+  }
+
+  /** The step a cell's badge names: the one running, else the last one that ran, else the graph's. */
+  stepOf(cellId: string): string | null {
+    const steps = this.stepsOf(cellId);
+    const running = steps.find(n => this._steps.get(n)?.status === 'running');
+    if (running) {
+      return running;
+    }
+    if (this.isRunActive) {
+      const started = steps.filter(n => {
+        const status = this._steps.get(n)?.status;
+        return status !== undefined && status !== 'queued';
+      });
+      if (started.length > 0) {
+        return started[started.length - 1];
+      }
+    }
+    return this._graph?.cells[cellId]?.step ?? steps[steps.length - 1] ?? null;
+  }
+
+  /** Live seconds of a step, or its final elapsed time. */
+  stepElapsed(state: IStepRunState): number | null {
+    if (state.elapsed !== undefined) {
+      return state.elapsed;
+    }
+    if (state.startedAt !== undefined && state.status === 'running') {
+      return Math.max(0, now() - state.startedAt);
+    }
+    return null;
+  }
+
+  /** Everything a cell's badge shows. */
+  cellView(cellId: string): ICellView {
+    const steps = this.stepsOf(cellId);
+    const stepName = this.stepOf(cellId);
+    const graphStep = stepName ? this.graphStep(stepName) : undefined;
+    const stale = this._stale.has(cellId);
+    // The followed run's state of the cell, else what an earlier run left
+    // (a "selected" run leaves the other cells alone).
+    const part =
+      this._runPart(cellId, steps) ?? this._previous.get(cellId) ?? null;
+    const runStatus = part?.status ?? null;
+
+    let status: CellStatus;
+    if (runStatus && this.isRunActive && this._runPart(cellId, steps)) {
+      status = runStatus;
+    } else if (stale && this._plan?.last_run) {
+      status = 'stale';
+    } else {
+      status = runStatus ?? 'idle';
+    }
+
+    const planStep = this._plan?.steps.find(
+      s =>
+        (stepName !== null && s.name === stepName) || s.cells.includes(cellId)
+    );
+    const mapState = steps
+      .map(name => this._steps.get(name))
+      .find(s => s?.shards);
+    const mapGraph = steps
+      .map(name => this.graphStep(name))
+      .find(s => s?.shards);
+    const shards = mapState?.shards ?? mapGraph?.shards ?? null;
+    return {
+      cellId,
+      step: stepName,
+      deployment: graphStep?.deployment ?? (this._run?.deployment || null),
+      where: part?.where ?? null,
+      status,
+      stale,
+      elapsed: part?.elapsed ?? null,
+      shard: mapState?.shard ?? null,
+      shards,
+      shardsDone: mapState ? mapState.shardsDone.size : null,
+      warnings: this._graph?.cells[cellId]?.warnings ?? [],
+      reason: planStep?.reason ?? graphStep?.reason ?? null
+    };
+  }
+
+  /** The cell's status, time and place in the followed run (null: not in it). */
+  private _runPart(cellId: string, steps: string[]): ICellRunPart | null {
+    const states = steps
+      .map(name => this._steps.get(name))
+      .filter((s): s is IStepRunState => s !== undefined);
+    const own = this._cells.get(cellId);
+    // The cell's own events, else its steps'.
+    const derived = this._derivedStatus(cellId, steps);
+    let status: CellStatus | null = own ? own.status : derived;
+    if (
+      own &&
+      derived &&
+      steps.length > 1 &&
+      ['done', 'cached'].includes(own.status) &&
+      ['queued', 'running'].includes(derived)
+    ) {
+      status = derived; // more steps of the cell (a scattered loop) to go
+    }
+    if (status === null) {
+      return null;
+    }
+    let elapsed: number | null = null;
+    if (own?.elapsed !== undefined && steps.length <= 1) {
+      elapsed = own.elapsed;
+    } else if (
+      own?.startedAt !== undefined &&
+      own.status === 'running' &&
+      steps.length <= 1
+    ) {
+      elapsed = Math.max(0, now() - own.startedAt);
+    } else if (status !== 'queued') {
+      const times = states
+        .map(s => this.stepElapsed(s))
+        .filter((t): t is number => t !== null);
+      elapsed = times.length > 0 ? times.reduce((a, b) => a + b, 0) : null;
+    }
+    const whereState =
+      states.find(s => s.status === 'running' && s.where) ??
+      [...states].reverse().find(s => s.where);
+    return { status, elapsed, where: whereState?.where ?? null };
+  }
+
+  /** The graph status of a step: the followed run's, else an earlier run's. */
+  stepState(name: string): IStepRunState | undefined {
+    return this._steps.get(name) ?? this._previousSteps.get(name);
+  }
+
+  // ---- actions -----------------------------------------------------------
+
+  /**
+   * Start a run of the notebook's current content (unsaved edits included;
+   * the file is never saved). Resolves to the new run's id.
+   */
+  async startRun(
+    mode: RunMode,
+    options: { deployment?: string | null; cells?: string[] } = {}
+  ): Promise<string> {
+    await this.panel.context.ready;
+    const deployment = options.deployment ?? this._deployment ?? undefined;
+    const content =
+      this.panel.context.model.toJSON() as nbformat.INotebookContent;
+    this._starting = true;
+    this._actionError = null;
+    this._changed.emit();
+    try {
+      const run = await this.api.startRun({
+        path: this.path,
+        content,
+        deployment,
+        mode,
+        ...(mode === 'selected' ? { cells: options.cells ?? [] } : {})
+      });
+      this._requests.set(run.id, {
+        mode,
+        deployment: deployment ?? run.deployment ?? null,
+        cells: options.cells
+      });
+      this._serverError = null;
+      this._adopt(run);
+      this._upsertRun(run);
+      return run.id;
+    } catch (error) {
+      this._actionError = `Run failed to start: ${(error as Error).message}`;
+      throw error;
+    } finally {
+      this._starting = false;
+      this._changed.emit();
+    }
+  }
+
+  /** Cancel the active run; resolves to its id, or null when none is active. */
+  async cancel(): Promise<string | null> {
+    const run = this._run;
+    if (!run || isFinal(run.status)) {
+      return null;
+    }
+    this._actionError = null;
+    try {
+      const answer = await this.api.cancel(run.id);
+      this._upsertRun(answer);
+      if (this._run && this._run.id === answer.id) {
+        this._run = {
+          ...this._run,
+          ...answer,
+          status: this._mostAdvanced(this._run.status, answer.status)
+        };
+        if (isFinal(this._run.status)) {
+          this._finish(this._run);
+        }
+      }
+      return run.id;
+    } catch (error) {
+      this._actionError = `Cancel failed: ${(error as Error).message}`;
+      throw error;
+    } finally {
+      this._changed.emit();
+    }
+  }
+
+  /** Run again what that run ran (same mode and deployment), with the current content. */
+  runAgain(run: IRun, selection: string[]): Promise<string> {
+    const memo = this._requests.get(run.id);
+    const mode = memo?.mode ?? run.mode ?? 'all';
+    return this.startRun(mode, {
+      deployment: memo?.deployment ?? run.deployment,
+      cells:
+        mode === 'selected'
+          ? (memo?.cells ??
+            (run.cells_selected?.length ? run.cells_selected : selection))
+          : undefined
+    });
+  }
+
+  // ---- refreshing --------------------------------------------------------
+
+  /** Deployments, then graph + plan, and the runs list. */
+  async refreshAll(): Promise<void> {
+    this._serverError = null;
+    await this.refreshDeployments();
+    await Promise.all([this.refreshGraphAndPlan(), this.refreshRuns(true)]);
+  }
+
+  async refreshDeployments(): Promise<void> {
+    const path = this.path;
+    try {
+      let reply: IDeploymentsResponse;
+      try {
+        reply = await this.api.deployments(path);
+        this._deploymentsError = null;
+      } catch (error) {
+        if (isUnavailable(error)) {
+          throw error;
+        }
+        // The file on disk does not compile (e.g. a syntax error): without
+        // the notebook's own deployments, the others still list.
+        reply = await this.api.deployments();
+        this._deploymentsError = `Deployments the notebook defines are missing: ${(error as Error).message}`;
+      }
+      if (this._isDisposed || path !== this.path) {
+        return;
+      }
+      this._deployments = reply;
+      this._serverError = null;
+      const names = reply.deployments.map(d => d.name);
+      const usable = reply.deployments
+        .filter(d => d.available)
+        .map(d => d.name);
+      if (!this._deployment || !names.includes(this._deployment)) {
+        if (reply.default && usable.includes(reply.default)) {
+          this._deployment = reply.default;
+        } else {
+          this._deployment = usable[0] ?? reply.default ?? names[0] ?? null;
+        }
+      }
+    } catch (error) {
+      if (isUnavailable(error)) {
+        this._serverError = (error as Error).message;
+      } else {
+        this._deploymentsError = `Deployments: ${(error as Error).message}`;
+      }
+    }
+    this._changed.emit();
+  }
+
+  /** Ask for the graph and the plan of the current content. */
+  async refreshGraphAndPlan(): Promise<void> {
+    if (this._isDisposed || !this.panel.context.isReady) {
+      return;
+    }
+    const seq = ++this._analysisSeq;
+    const body = {
+      path: this.path,
+      content: this.panel.context.model.toJSON() as nbformat.INotebookContent,
+      deployment: this._deployment ?? undefined
+    };
+    const [graph, plan] = await Promise.allSettled([
+      this.api.graph(body),
+      this.api.plan(body)
+    ]);
+    if (this._isDisposed || seq !== this._analysisSeq) {
+      return;
+    }
+    const errors: string[] = [];
+    if (graph.status === 'fulfilled') {
+      this._graph = graph.value;
+    } else {
+      errors.push((graph.reason as Error).message);
+    }
+    if (plan.status === 'fulfilled') {
+      this._plan = plan.value;
+      this._stale = new Set(plan.value.stale_cells ?? []);
+    } else {
+      const message = (plan.reason as Error).message;
+      if (!errors.includes(message)) {
+        errors.push(message);
+      }
+    }
+    const unavailable = [graph, plan].find(
+      r => r.status === 'rejected' && isUnavailable(r.reason)
+    );
+    if (unavailable) {
+      this._serverError = (unavailable as PromiseRejectedResult).reason.message;
+      this._analysisError = null;
+    } else {
+      if (this._deployments) {
+        this._serverError = null;
+      }
+      this._analysisError = errors.length > 0 ? errors.join('; ') : null;
+    }
+    this._changed.emit();
+  }
+
+  /**
+   * Refresh the runs list; with `follow`, start following the newest run
+   * (its state so far shows on the badges: a page that reopens mid-run).
+   */
+  async refreshRuns(follow = false): Promise<void> {
+    const path = this.path;
+    try {
+      const runs = await this.api.runs(path);
+      if (this._isDisposed || path !== this.path) {
+        return;
+      }
+      this._runs = runs;
+      if (this._run) {
+        const fresh = runs.find(r => r.id === this._run!.id);
+        if (fresh) {
+          const status = this._mostAdvanced(this._run.status, fresh.status);
+          this._run = { ...fresh, status };
+        }
+      }
+      if (follow && !this._run && runs.length > 0) {
+        await this._follow(runs[0]);
+      }
+    } catch (error) {
+      if (isUnavailable(error)) {
+        this._serverError = this._serverError ?? (error as Error).message;
+      }
+    }
+    this._changed.emit();
+  }
+
+  // ---- events ------------------------------------------------------------
+
+  /** Take in one run event (the caller routes the events of this path here). */
+  handleEvent(event: IRunEvent): void {
+    if (this._isDisposed || event.path !== this.path) {
+      return;
+    }
+    if (this._ended.has(event.run)) {
+      return;
+    }
+    if (!this._run || this._run.id !== event.run) {
+      this._adopt({
+        id: event.run,
+        path: event.path,
+        deployment: '',
+        mode: 'all',
+        status: 'running',
+        started: now(),
+        finished: null,
+        duration: null,
+        steps_total: 0,
+        error: null,
+        files: {}
+      });
+      // Fill in mode, deployment, steps_total, files.
+      void this.refreshRuns();
+    }
+    switch (event.kind) {
+      case 'run':
+        this._onRunEvent(event);
+        break;
+      case 'step':
+        this._onStepEvent(event);
+        break;
+      case 'cell':
+        this._onCellEvent(event);
+        break;
+      case 'output':
+        this._onOutputEvent(event);
+        break;
+    }
+    this._runEvent.emit(event);
+    this._updateTicker();
+    this._changed.emit();
+  }
+
+  dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
+    window.clearTimeout(this._debounce);
+    window.clearInterval(this._ticker);
+    Signal.clearData(this);
+  }
+
+  // ---- private -----------------------------------------------------------
+
+  private _onRunEvent(event: IRunEvent): void {
+    const run = this._run as IRun;
+    const status = (event.status ?? run.status) as IRun['status'];
+    this._run = {
+      ...run,
+      status: this._mostAdvanced(run.status, status),
+      error: event.message ?? run.error
+    };
+    if (Array.isArray(event.steps) && event.steps.length > 0) {
+      this._run.steps_total = event.steps.length;
+    }
+    if (isFinal(this._run.status)) {
+      const finished = now();
+      this._run.finished = this._run.finished ?? finished;
+      this._run.duration =
+        this._run.duration ?? Math.max(0, finished - this._run.started);
+      this._finish(this._run);
+    } else {
+      this._upsertRun(this._run);
+    }
+  }
+
+  private _onStepEvent(event: IRunEvent): void {
+    const name = event.step;
+    if (!name) {
+      return;
+    }
+    const state = this._stepState(name);
+    for (const cell of event.cells ?? []) {
+      this._link(cell, name);
+    }
+    if (typeof event.role === 'string') {
+      state.role = event.role;
+    }
+    const role = state.role ?? this.graphStep(name)?.role;
+    if (event.shards) {
+      if (role === 'split') {
+        // The split tells how many shards its map step gets.
+        const map = this._mapOf(name);
+        if (map) {
+          this._stepState(map).shards = event.shards;
+        }
+      } else if (role === 'map' || event.shard) {
+        state.shards = event.shards;
+      }
+    }
+    if (event.where) {
+      state.where = event.where;
+    }
+    if (event.message) {
+      state.message = event.message;
+    }
+    const status = event.status ?? state.status;
+    const final = ['done', 'cached', 'failed', 'skipped'].includes(status);
+    if (state.shards && state.shards > 1 && status !== 'queued') {
+      this._onShardEvent(state, status, event);
+      return;
+    }
+    state.status = status;
+    if (status === 'running') {
+      state.startedAt = now();
+      state.elapsed = undefined;
+    } else if (final) {
+      if (event.elapsed !== undefined) {
+        state.elapsed = event.elapsed;
+      } else if (state.startedAt !== undefined && status !== 'skipped') {
+        state.elapsed = Math.max(0, now() - state.startedAt);
+      }
+    }
+  }
+
+  /**
+   * One job of a scattered loop's map step. A job's `running` event names its
+   * shard; its end may not (then it ends the oldest shard still running), and
+   * an end with no shard running ends the whole step.
+   */
+  private _onShardEvent(
+    state: IStepRunState,
+    status: string,
+    event: IRunEvent
+  ): void {
+    const total = state.shards as number;
+    const finishAll = (): void => {
+      for (let i = 1; i <= total; i++) {
+        state.shardsDone.add(i);
+      }
+      state.shardsRunning.clear();
+    };
+    if (status === 'running') {
+      const shard =
+        event.shard ?? state.shardsDone.size + state.shardsRunning.size + 1;
+      state.shard = shard;
+      state.shardsRunning.add(shard);
+      state.startedAt = state.startedAt ?? now();
+      if (state.status !== 'failed') {
+        state.status = 'running';
+      }
+      return;
+    }
+    let shard = event.shard;
+    if (shard === undefined && state.shardsRunning.size > 0) {
+      shard = Math.min(...state.shardsRunning);
+    }
+    if (shard === undefined) {
+      finishAll();
+    } else {
+      state.shardsRunning.delete(shard);
+      if (status === 'done' || status === 'cached') {
+        state.shardsDone.add(shard);
+      }
+    }
+    if (status === 'failed') {
+      state.status = 'failed';
+    } else if (status === 'skipped' && state.shardsDone.size === 0) {
+      state.status = 'skipped';
+    } else if (state.shardsDone.size >= total && state.status !== 'failed') {
+      state.status = status === 'cached' ? 'cached' : 'done';
+    } else if (state.status !== 'failed') {
+      state.status = 'running';
+      state.startedAt = state.startedAt ?? now();
+      return;
+    }
+    state.elapsed =
+      state.startedAt !== undefined
+        ? Math.max(0, now() - state.startedAt)
+        : (event.elapsed ?? state.elapsed);
+  }
+
+  private _stepState(name: string): IStepRunState {
+    let state = this._steps.get(name);
+    if (!state) {
+      state = {
+        status: 'queued',
+        shardsDone: new Set(),
+        shardsRunning: new Set()
+      };
+      this._steps.set(name, state);
+    }
+    return state;
+  }
+
+  /** The map step of a split step (the graph's step of role map with the same cells). */
+  private _mapOf(split: string): string | null {
+    const cells = this.graphStep(split)?.cells ?? this._cellsOfStep(split);
+    const first = cells[0];
+    if (!first) {
+      return null;
+    }
+    const fromGraph = this._graph?.steps.find(
+      step => step.role === 'map' && step.cells.includes(first)
+    );
+    if (fromGraph) {
+      return fromGraph.name;
+    }
+    for (const name of this._cellSteps.get(first) ?? []) {
+      if (this._steps.get(name)?.role === 'map') {
+        return name;
+      }
+    }
+    return null;
+  }
+
+  private _cellsOfStep(step: string): string[] {
+    return [...this._cellSteps.entries()]
+      .filter(([, steps]) => steps.includes(step))
+      .map(([cell]) => cell);
+  }
+
+  private _onCellEvent(event: IRunEvent): void {
+    const id = event.cell;
+    if (!id) {
+      return;
+    }
+    if (event.step) {
+      this._link(id, event.step);
+    }
+    const state = this._cells.get(id) ?? { status: 'queued' as CellStatus };
+    const status = toCellStatus(event.status);
+    state.status = status;
+    if (status === 'running') {
+      state.startedAt = now();
+      state.elapsed = undefined;
+    } else if (status !== 'queued') {
+      if (state.startedAt !== undefined) {
+        state.elapsed = Math.max(0, now() - state.startedAt);
+      }
+    }
+    if (event.execution_count !== undefined) {
+      state.executionCount = event.execution_count;
+    }
+    this._cells.set(id, state);
+  }
+
+  private _onOutputEvent(event: IRunEvent): void {
+    const id = event.cell;
+    if (id && event.step) {
+      this._link(id, event.step);
+    }
+  }
+
+  /** A cell's status from its steps' states (null: not in the followed run). */
+  private _derivedStatus(cellId: string, steps: string[]): CellStatus | null {
+    const states = steps
+      .map(name => [name, this._steps.get(name)] as const)
+      .filter((e): e is readonly [string, IStepRunState] => e[1] !== undefined);
+    if (states.length === 0) {
+      return null;
+    }
+    const statuses = states.map(([, s]) => s.status);
+    const running = states.find(([, s]) => s.status === 'running');
+    if (running) {
+      // The cells of a fused step run one after another: with events for
+      // some of them, the others wait (or are through).
+      const siblings = [...this._cellSteps.entries()]
+        .filter(([cell, s]) => cell !== cellId && s.includes(running[0]))
+        .map(([cell]) => this._cells.get(cell));
+      return siblings.some(s => s !== undefined) && !this._cells.has(cellId)
+        ? 'queued'
+        : 'running';
+    }
+    if (statuses.includes('failed')) {
+      return 'failed';
+    }
+    if (statuses.every(s => s === 'skipped')) {
+      return 'skipped';
+    }
+    if (statuses.every(s => s === 'cached')) {
+      return 'cached';
+    }
+    if (statuses.every(s => ['done', 'cached', 'skipped'].includes(s))) {
+      return 'done';
+    }
+    if (statuses.some(s => ['done', 'cached'].includes(s))) {
+      return 'running'; // between two of its steps
+    }
+    return toCellStatus(statuses[0]);
+  }
+
+  private _link(cell: string, step: string): void {
+    const steps = this._cellSteps.get(cell);
+    if (!steps) {
+      this._cellSteps.set(cell, [step]);
+    } else if (!steps.includes(step)) {
+      steps.push(step);
+    }
+  }
+
+  /** Follow a new run: forget the previous run's live state. */
+  private _adopt(run: IRun): void {
+    if (this._run && this._run.id === run.id) {
+      const status = this._mostAdvanced(this._run.status, run.status);
+      this._run = { ...this._run, ...run, status };
+      return;
+    }
+    // What this run leaves stays on the cells the next run does not touch.
+    const model = this.panel.context.model;
+    for (const cell of model ? model.cells : []) {
+      const part = this._runPart(cell.id, this.stepsOf(cell.id));
+      if (part) {
+        this._previous.set(cell.id, { ...part, where: part.where });
+      }
+    }
+    for (const [name, state] of this._steps) {
+      this._previousSteps.set(name, state);
+    }
+    this._run = { ...run };
+    this._steps = new Map();
+    this._cells = new Map();
+    this._cellSteps = new Map();
+    this._changed.emit();
+  }
+
+  /** Load a run's state so far (a page opened while it runs, or after). */
+  private async _follow(run: IRun): Promise<void> {
+    this._adopt(run);
+    let detail: IRunDetail;
+    try {
+      detail = await this.api.run(run.id);
+    } catch {
+      return;
+    }
+    if (this._isDisposed || !this._run || this._run.id !== run.id) {
+      return;
+    }
+    const t = now();
+    for (const [name, s] of Object.entries(detail.steps ?? {})) {
+      if (this._steps.has(name)) {
+        continue; // events were faster
+      }
+      const state: IStepRunState = {
+        status: String(s.status ?? 'queued'),
+        where: s.where,
+        elapsed: typeof s.elapsed === 'number' ? s.elapsed : undefined,
+        shards: s.shards,
+        shard: s.shard,
+        role: typeof s.role === 'string' ? s.role : undefined,
+        shardsDone: new Set(),
+        shardsRunning: new Set()
+      };
+      if (state.shards && ['done', 'cached'].includes(state.status)) {
+        for (let i = 1; i <= state.shards; i++) {
+          state.shardsDone.add(i);
+        }
+      }
+      if (state.status === 'running') {
+        const started = (s as { started?: unknown }).started;
+        state.startedAt =
+          typeof started === 'number' ? Math.min(started, t) : t;
+      }
+      const cells = (s as { cells?: unknown }).cells;
+      if (Array.isArray(cells)) {
+        for (const cell of cells) {
+          this._link(String(cell), name);
+        }
+      }
+      this._steps.set(name, state);
+    }
+    for (const [id, c] of Object.entries(detail.cells ?? {})) {
+      if (this._cells.has(id)) {
+        continue;
+      }
+      if (c.step) {
+        this._link(id, c.step);
+      }
+      this._cells.set(id, {
+        status: toCellStatus(c.status),
+        executionCount: c.execution_count,
+        startedAt: c.status === 'running' ? t : undefined
+      });
+    }
+    const { steps: _s, cells: _c, ...plain } = detail;
+    void _s;
+    void _c;
+    this._run = {
+      ...this._run,
+      ...plain,
+      status: this._mostAdvanced(this._run.status, plain.status)
+    };
+    if (isFinal(this._run.status)) {
+      this._ended.add(this._run.id);
+    }
+    this._updateTicker();
+    this._changed.emit();
+  }
+
+  /** The run reached a final status. */
+  private _finish(run: IRun): void {
+    if (this._ended.has(run.id)) {
+      return;
+    }
+    this._ended.add(run.id);
+    // Whatever did not get to run.
+    // A cell the run stopped in the middle of failed, unless the user cancelled it.
+    const stopped: CellStatus =
+      run.status === 'cancelled' ? 'skipped' : 'failed';
+    for (const state of this._steps.values()) {
+      if (state.status === 'queued' || state.status === 'running') {
+        state.status = state.status === 'running' ? stopped : 'skipped';
+        state.shardsRunning.clear();
+        if (state.startedAt !== undefined && state.elapsed === undefined) {
+          state.elapsed = Math.max(0, now() - state.startedAt);
+        }
+      }
+    }
+    for (const state of this._cells.values()) {
+      if (state.status === 'queued' || state.status === 'running') {
+        state.status = state.status === 'running' ? stopped : 'skipped';
+        if (state.startedAt !== undefined && state.elapsed === undefined) {
+          state.elapsed = Math.max(0, now() - state.startedAt);
+        }
+      }
+    }
+    if (run.status === 'done') {
+      // The cells that ran are no longer stale (the plan refresh confirms).
+      for (const [cell, steps] of this._cellSteps.entries()) {
+        const ran = steps.every(step =>
+          ['done', 'cached'].includes(this._steps.get(step)?.status ?? '')
+        );
+        if (ran) {
+          this._stale.delete(cell);
+        }
+      }
+    }
+    this._upsertRun(run);
+    this._updateTicker();
+    this._runEnded.emit(run);
+    void this.refreshGraphAndPlan();
+    void this.refreshRuns();
+  }
+
+  private _upsertRun(run: IRun): void {
+    const index = this._runs.findIndex(r => r.id === run.id);
+    if (index >= 0) {
+      const merged = { ...this._runs[index], ...run };
+      merged.status = this._mostAdvanced(this._runs[index].status, run.status);
+      this._runs = [
+        ...this._runs.slice(0, index),
+        merged,
+        ...this._runs.slice(index + 1)
+      ];
+    } else {
+      this._runs = [run, ...this._runs];
+    }
+  }
+
+  /** Statuses only move forward: a late answer never undoes a final status. */
+  private _mostAdvanced(a: IRun['status'], b: IRun['status']): IRun['status'] {
+    const rank = (s: string): number =>
+      isFinal(s) ? 2 : s === 'running' ? 1 : 0;
+    return rank(b) >= rank(a) ? b : a;
+  }
+
+  private _updateTicker(): void {
+    const live =
+      [...this._steps.values()].some(s => s.status === 'running') ||
+      [...this._cells.values()].some(c => c.status === 'running') ||
+      this.isRunActive;
+    if (live && !this._ticker) {
+      this._ticker = window.setInterval(() => this._changed.emit(), TICK_MS);
+    } else if (!live && this._ticker) {
+      window.clearInterval(this._ticker);
+      this._ticker = 0;
+    }
+  }
+
+  private _onPathChanged(): void {
+    this._deployments = null;
+    this._runs = [];
+    this._run = null;
+    this._steps = new Map();
+    this._cells = new Map();
+    this._cellSteps = new Map();
+    this._previous = new Map();
+    this._previousSteps = new Map();
+    void this.refreshAll();
+  }
+
+  private _onContentChanged(): void {
+    window.clearTimeout(this._debounce);
+    this._debounce = window.setTimeout(() => {
+      const fingerprint = this._computeFingerprint();
+      if (fingerprint !== this._fingerprint) {
+        this._fingerprint = fingerprint;
+        void this.refreshGraphAndPlan();
+      }
+    }, REFRESH_DEBOUNCE_MS);
+  }
+
+  /** What the analysis depends on: cells' kinds, ids, sources, metadata (not outputs). */
+  private _computeFingerprint(): string {
+    const model = this.panel.context.model;
+    const parts: string[] = [JSON.stringify(model.metadata)];
+    for (const cell of model.cells) {
+      parts.push(
+        cell.type,
+        cell.id,
+        cell.sharedModel.getSource(),
+        JSON.stringify(cell.metadata)
+      );
+    }
+    return parts.join('\u0000');
+  }
+
+  private _isDisposed = false;
+  private _changed = new Signal<this, void>(this);
+  private _runEvent = new Signal<this, IRunEvent>(this);
+  private _runEnded = new Signal<this, IRun>(this);
+  private _deployments: IDeploymentsResponse | null = null;
+  private _deployment: string | null = null;
+  private _graph: IGraph | null = null;
+  private _plan: IPlan | null = null;
+  private _stale = new Set<string>();
+  private _runs: IRun[] = [];
+  private _run: IRun | null = null;
+  private _ended = new Set<string>();
+  private _requests = new Map<string, IRunRequestMemo>();
+  private _steps = new Map<string, IStepRunState>();
+  private _cells = new Map<string, ICellRunState>();
+  private _cellSteps = new Map<string, string[]>();
+  private _previous = new Map<string, ICellRunPart>();
+  private _previousSteps = new Map<string, IStepRunState>();
+  private _starting = false;
+  private _serverError: string | null = null;
+  private _analysisError: string | null = null;
+  private _actionError: string | null = null;
+  private _deploymentsError: string | null = null;
+  private _analysisSeq = 0;
+  private _debounce = 0;
+  private _ticker = 0;
+  private _fingerprint = '';
+}

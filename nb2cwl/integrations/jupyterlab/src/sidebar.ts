@@ -1,0 +1,594 @@
+/**
+ * The nb2cwl side panel: the current notebook, a deployment picker, the run
+ * buttons, the run status line and the notebook's runs.
+ */
+import type { CommandRegistry } from '@lumino/commands';
+import { Widget } from '@lumino/widgets';
+
+import {
+  FINAL_RUN_STATUSES,
+  type IRun,
+  type Nb2cwlApi,
+  RUN_FILE_KINDS,
+  type RunFileKind
+} from './api';
+import { formatSeconds, formatStart, oneLine } from './format';
+import { CommandIDs } from './commands';
+import { nb2cwlIcon } from './icon';
+import type { NotebookSession } from './session';
+
+export const SIDEBAR_ID = 'nb2cwl-sidebar';
+
+const FILE_LABELS: Record<RunFileKind, string> = {
+  cwl: 'CWL',
+  crate: 'RO-Crate',
+  notebook: 'Notebook',
+  logs: 'Logs'
+};
+
+const FILE_TITLES: Record<RunFileKind, string> = {
+  cwl: 'The packed CWL workflow of this run',
+  crate: 'The Workflow RO-Crate bundle of this run (zip)',
+  notebook: 'The executed copy of the notebook',
+  logs: "The run's log"
+};
+
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: {
+    className?: string;
+    testid?: string;
+    text?: string;
+    title?: string;
+  } = {}
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (props.className) {
+    node.className = props.className;
+  }
+  if (props.testid) {
+    node.dataset.testid = props.testid;
+  }
+  if (props.text !== undefined) {
+    node.textContent = props.text;
+  }
+  if (props.title !== undefined) {
+    node.title = props.title;
+  }
+  return node;
+}
+
+function setText(node: HTMLElement, text: string): void {
+  if (node.textContent !== text) {
+    node.textContent = text;
+  }
+}
+
+function runDuration(run: IRun): number | null {
+  if (run.duration !== null && run.duration !== undefined) {
+    return run.duration;
+  }
+  if (!FINAL_RUN_STATUSES.includes(run.status) && run.started) {
+    return Math.max(0, Date.now() / 1000 - run.started);
+  }
+  if (run.finished && run.started) {
+    return Math.max(0, run.finished - run.started);
+  }
+  return null;
+}
+
+/**
+ * The side panel; it shows the session of the current notebook.
+ */
+export class Nb2cwlSidebar extends Widget {
+  constructor(
+    private readonly _commands: CommandRegistry,
+    private readonly _api: Nb2cwlApi
+  ) {
+    super();
+    this.id = SIDEBAR_ID;
+    this.addClass('nb2cwl-sidebar');
+    this.node.dataset.testid = 'nb2cwl-sidebar';
+    this.title.icon = nb2cwlIcon;
+    this.title.caption = 'nb2cwl: run this notebook as a workflow';
+    this.title.label = '';
+
+    const header = el('div', { className: 'nb2cwl-sidebar-header' });
+    header.append(
+      el('h2', { className: 'nb2cwl-sidebar-title', text: 'nb2cwl' }),
+      (this._notebook = el('div', {
+        className: 'nb2cwl-notebook',
+        testid: 'nb2cwl-notebook'
+      }))
+    );
+
+    const pickerRow = el('label', {
+      className: 'nb2cwl-row nb2cwl-deployment-row'
+    });
+    pickerRow.append(el('span', { text: 'Deployment' }));
+    this._deployment = el('select', {
+      className: 'nb2cwl-deployment jp-mod-styled',
+      testid: 'nb2cwl-deployment'
+    });
+    this._deployment.addEventListener('change', () => {
+      if (this._session) {
+        this._session.deployment = this._deployment.value || null;
+      }
+    });
+    pickerRow.append(this._deployment);
+
+    const buttons = el('div', { className: 'nb2cwl-buttons' });
+    this._runAll = this._button(
+      'nb2cwl-run-all',
+      'Run all',
+      CommandIDs.runAll,
+      'Run every step again on the chosen deployment'
+    );
+    this._runChanged = this._button(
+      'nb2cwl-run-changed',
+      'Run changed',
+      CommandIDs.runChanged,
+      'Run the steps an edit affects; reuse the others'
+    );
+    this._runSelected = this._button(
+      'nb2cwl-run-selected',
+      'Run selected',
+      CommandIDs.runSelected,
+      'Run the selected cells and the cells they need'
+    );
+    this._cancel = this._button(
+      'nb2cwl-cancel',
+      'Cancel',
+      CommandIDs.cancel,
+      'Stop the active run and every process it started'
+    );
+    this._showGraph = this._button(
+      'nb2cwl-show-graph',
+      'Graph',
+      CommandIDs.showGraph,
+      'Show the steps as a graph'
+    );
+    this._runAll.classList.add('jp-mod-accept');
+    this._cancel.classList.add('jp-mod-warn');
+    buttons.append(
+      this._runAll,
+      this._runChanged,
+      this._runSelected,
+      this._cancel,
+      this._showGraph
+    );
+
+    this._status = el('div', {
+      className: 'nb2cwl-status',
+      testid: 'nb2cwl-status'
+    });
+    this._status.setAttribute('role', 'status');
+    this._status.setAttribute('aria-live', 'polite');
+    this._statusText = el('span', { className: 'nb2cwl-status-text' });
+    this._retry = el('button', {
+      className: 'jp-Button nb2cwl-button nb2cwl-retry',
+      testid: 'nb2cwl-retry',
+      text: 'Retry',
+      title: 'Ask the server extension again'
+    });
+    this._retry.type = 'button';
+    this._retry.addEventListener('click', () => {
+      void this._session?.refreshAll();
+    });
+    this._status.append(this._statusText, this._retry);
+
+    this._inputs = el('div', {
+      className: 'nb2cwl-inputs',
+      testid: 'nb2cwl-inputs'
+    });
+
+    const runsHeader = el('h3', {
+      className: 'nb2cwl-runs-title',
+      text: 'Runs'
+    });
+    this._runs = el('ul', { className: 'nb2cwl-runs', testid: 'nb2cwl-runs' });
+
+    this.node.append(
+      header,
+      pickerRow,
+      buttons,
+      this._status,
+      this._inputs,
+      runsHeader,
+      this._runs
+    );
+    this._commands.commandChanged.connect(this._scheduleRender, this);
+    this.render();
+  }
+
+  /** The session shown (the current notebook's), or null. */
+  get session(): NotebookSession | null {
+    return this._session;
+  }
+
+  set session(session: NotebookSession | null) {
+    if (session === this._session) {
+      return;
+    }
+    this._session?.changed.disconnect(this._scheduleRender, this);
+    this._session = session;
+    session?.changed.connect(this._scheduleRender, this);
+    this._deploymentsKey = '';
+    this._runsKey = '';
+    this.render();
+  }
+
+  dispose(): void {
+    if (this._frame) {
+      cancelAnimationFrame(this._frame);
+    }
+    this._commands.commandChanged.disconnect(this._scheduleRender, this);
+    this._session?.changed.disconnect(this._scheduleRender, this);
+    super.dispose();
+  }
+
+  render(): void {
+    this._frame = 0;
+    const session = this._session;
+    setText(this._notebook, session ? session.path : 'No notebook');
+    this._notebook.title = session ? session.path : '';
+    this._renderDeployments();
+    this._renderButtons();
+    this._renderStatus();
+    this._renderInputs();
+    this._renderRuns();
+  }
+
+  private _scheduleRender(): void {
+    if (!this._frame && !this.isDisposed) {
+      this._frame = requestAnimationFrame(() => this.render());
+    }
+  }
+
+  private _button(
+    testid: string,
+    label: string,
+    command: string,
+    title: string
+  ): HTMLButtonElement {
+    const button = el('button', {
+      className: 'jp-Button nb2cwl-button',
+      testid,
+      text: label,
+      title
+    });
+    button.type = 'button';
+    button.addEventListener('click', () => {
+      if (!button.disabled) {
+        void this._commands.execute(command).catch(error => {
+          console.warn(`nb2cwl: ${command} failed:`, error);
+        });
+      }
+    });
+    return button;
+  }
+
+  private _renderDeployments(): void {
+    const reply = this._session?.deployments ?? null;
+    const key = JSON.stringify([
+      reply,
+      this._session?.deployment,
+      !!this._session?.serverError,
+      !!this._session?.deploymentsError
+    ]);
+    if (key === this._deploymentsKey) {
+      return;
+    }
+    this._deploymentsKey = key;
+    const select = this._deployment;
+    select.textContent = '';
+    if (!reply) {
+      select.disabled = true;
+      const text = !this._session
+        ? '—'
+        : this._session.serverError
+          ? '(unavailable)'
+          : this._session.deploymentsError
+            ? '(none)'
+            : '(loading…)';
+      select.append(el('option', { text }));
+      return;
+    }
+    select.disabled = false;
+    select.title = this._session?.deploymentsError ?? '';
+    select.classList.toggle(
+      'nb2cwl-mod-warn',
+      !!this._session?.deploymentsError
+    );
+    for (const deployment of reply.deployments) {
+      const option = el('option', {
+        text: deployment.available
+          ? `${deployment.name} (${deployment.kind})`
+          : `${deployment.name} (${deployment.kind}, unavailable)`
+      });
+      option.value = deployment.name;
+      option.disabled = !deployment.available;
+      option.dataset.source = deployment.source;
+      option.title = deployment.available
+        ? `${deployment.kind} deployment, from the ${deployment.source}`
+        : (deployment.reason ?? 'unavailable');
+      select.append(option);
+    }
+    select.value = this._session?.deployment ?? '';
+  }
+
+  private _renderButtons(): void {
+    const session = this._session;
+    const commands = this._commands;
+    const enable = (button: HTMLButtonElement, id: string): void => {
+      const enabled = commands.hasCommand(id) && commands.isEnabled(id);
+      if (button.disabled === enabled) {
+        button.disabled = !enabled;
+      }
+    };
+    enable(this._runAll, CommandIDs.runAll);
+    enable(this._runChanged, CommandIDs.runChanged);
+    enable(this._runSelected, CommandIDs.runSelected);
+    enable(this._cancel, CommandIDs.cancel);
+    enable(this._showGraph, CommandIDs.showGraph);
+    const count = session?.plan?.rerun_count;
+    setText(
+      this._runChanged,
+      count === undefined || count === null
+        ? 'Run changed'
+        : `Run changed (${count})`
+    );
+    this._runChanged.dataset.count =
+      count === undefined || count === null ? '' : String(count);
+  }
+
+  private _statusLine(): { text: string; state: string; title?: string } {
+    const session = this._session;
+    if (!session) {
+      return { text: 'Open a notebook to run it with nb2cwl.', state: 'idle' };
+    }
+    if (session.serverError) {
+      return {
+        text: `nb2cwl server extension unavailable: ${session.serverError}`,
+        state: 'error'
+      };
+    }
+    if (session.isStarting) {
+      return { text: 'Starting a run…', state: 'running' };
+    }
+    const run = session.run;
+    if (run && !FINAL_RUN_STATUSES.includes(run.status)) {
+      const { finished, running, total } = session.stepProgress();
+      const current = Math.min(total, finished + (running > 0 ? 1 : 0));
+      const parts = [run.status === 'queued' ? 'Queued' : 'Running'];
+      if (total > 0) {
+        parts.push(`step ${current}/${total}`);
+      }
+      if (run.deployment) {
+        parts.push(`on ${run.deployment}`);
+      }
+      const elapsed = runDuration(run);
+      if (elapsed !== null) {
+        parts.push(formatSeconds(elapsed));
+      }
+      return {
+        text: parts.join(' · '),
+        state: run.status,
+        title: `run ${run.id}`
+      };
+    }
+    if (session.actionError) {
+      return { text: session.actionError, state: 'error' };
+    }
+    if (session.analysisError) {
+      return { text: session.analysisError, state: 'error' };
+    }
+    if (run) {
+      const parts = [`Last run ${run.status}`];
+      const duration = runDuration(run);
+      if (duration !== null) {
+        parts.push(formatSeconds(duration));
+      }
+      let text = parts.join(' · ');
+      if (run.error) {
+        text += `: ${oneLine(run.error)}`;
+      }
+      return {
+        text,
+        state: run.status,
+        title: `run ${run.id}: ${parts.join(' · ')}${run.error ? `\n${run.error}` : ''}`
+      };
+    }
+    if (!session.graph) {
+      return { text: 'Analysing the notebook…', state: 'idle' };
+    }
+    return {
+      text: `Ready: ${session.graph.steps.length} steps`,
+      state: 'idle'
+    };
+  }
+
+  private _renderStatus(): void {
+    const { text, state, title } = this._statusLine();
+    setText(this._statusText, text);
+    this._status.title = title ?? text;
+    this._retry.hidden = !this._session?.serverError;
+    if (this._status.dataset.state !== state) {
+      this._status.dataset.state = state;
+    }
+  }
+
+  private _renderInputs(): void {
+    const inputs = this._session?.graph?.inputs ?? [];
+    const text = inputs.length
+      ? `Parameters: ${inputs.map(i => `${i.name} (${i.type}${i.default !== undefined ? ` = ${JSON.stringify(i.default)}` : ''})`).join(', ')}`
+      : '';
+    setText(this._inputs, text);
+    this._inputs.hidden = !text;
+  }
+
+  private _renderRuns(): void {
+    const session = this._session;
+    const runs = session?.runs ?? [];
+    const key = JSON.stringify(
+      runs.map(r => [
+        r.id,
+        r.status,
+        r.duration,
+        r.error,
+        r.files,
+        r.deployment,
+        r.mode,
+        r.started
+      ])
+    );
+    if (key !== this._runsKey) {
+      this._runsKey = key;
+      this._runs.textContent = '';
+      if (runs.length === 0) {
+        this._runs.append(
+          el('li', {
+            className: 'nb2cwl-runs-empty',
+            text: session ? 'No runs yet.' : ''
+          })
+        );
+      }
+      for (const run of runs) {
+        this._runs.append(this._runItem(run));
+      }
+    }
+    // One run at a time: no "run again" while one runs.
+    const busy = !session || session.isRunActive || session.isStarting;
+    this._runs
+      .querySelectorAll<HTMLButtonElement>('[data-testid=nb2cwl-run-again]')
+      .forEach(button => {
+        if (button.disabled !== busy) {
+          button.disabled = busy;
+        }
+      });
+    // Live durations.
+    for (const run of runs) {
+      if (!FINAL_RUN_STATUSES.includes(run.status)) {
+        const item = this._runs.querySelector(
+          `li[data-run-id="${CSS.escape(run.id)}"] .nb2cwl-run-duration`
+        ) as HTMLElement | null;
+        if (item) {
+          setText(item, formatSeconds(runDuration(run)));
+        }
+      }
+    }
+  }
+
+  private _runItem(run: IRun): HTMLLIElement {
+    const item = el('li', {
+      className: 'nb2cwl-run-item',
+      testid: 'nb2cwl-run-item'
+    });
+    item.dataset.runId = run.id;
+    item.dataset.status = run.status;
+
+    const head = el('div', { className: 'nb2cwl-run-head' });
+    head.append(
+      el('span', {
+        className: 'nb2cwl-run-status',
+        testid: 'nb2cwl-run-status',
+        text: run.status
+      }),
+      el('span', {
+        className: 'nb2cwl-run-deployment',
+        testid: 'nb2cwl-run-deployment',
+        text: run.deployment,
+        title: 'deployment'
+      }),
+      el('span', {
+        className: 'nb2cwl-run-mode',
+        text: run.mode,
+        title: 'mode'
+      })
+    );
+    const time = el('div', { className: 'nb2cwl-run-time' });
+    time.append(
+      el('span', {
+        className: 'nb2cwl-run-start',
+        testid: 'nb2cwl-run-start',
+        text: formatStart(run.started),
+        title: `run ${run.id}`
+      }),
+      el('span', {
+        className: 'nb2cwl-run-duration',
+        testid: 'nb2cwl-run-duration',
+        text: formatSeconds(runDuration(run))
+      })
+    );
+    item.append(head, time);
+    if (run.error) {
+      item.append(
+        el('div', {
+          className: 'nb2cwl-run-error',
+          testid: 'nb2cwl-run-error',
+          text: oneLine(run.error),
+          title: run.error
+        })
+      );
+    }
+    const links = el('div', { className: 'nb2cwl-run-links' });
+    for (const kind of RUN_FILE_KINDS) {
+      const link = el('a', {
+        className: 'nb2cwl-download',
+        testid: `nb2cwl-download-${kind}`,
+        text: FILE_LABELS[kind],
+        title: FILE_TITLES[kind]
+      });
+      if (run.files?.[kind]) {
+        link.href = this._api.fileUrl(run.id, kind);
+        link.setAttribute('download', '');
+      } else {
+        link.setAttribute('aria-disabled', 'true');
+        link.classList.add('nb2cwl-mod-disabled');
+        link.title = `${FILE_TITLES[kind]}: not available`;
+      }
+      links.append(link);
+    }
+    const again = el('button', {
+      className: 'jp-Button nb2cwl-run-again',
+      testid: 'nb2cwl-run-again',
+      text: 'Run again',
+      title: `Run again (${run.mode}, on ${run.deployment}) with the notebook's current content`
+    });
+    again.type = 'button';
+    again.addEventListener('click', () => {
+      const session = this._session;
+      if (session) {
+        void session
+          .runAgain(run, this._selection?.() ?? [])
+          .catch(error => console.warn('nb2cwl: run again failed:', error));
+      }
+    });
+    links.append(again);
+    item.append(links);
+    return item;
+  }
+
+  /** Where "run again" of a "selected" run started elsewhere finds the selected cells. */
+  set selection(provider: (() => string[]) | null) {
+    this._selection = provider;
+  }
+
+  private _session: NotebookSession | null = null;
+  private _frame = 0;
+  private _deploymentsKey = '';
+  private _runsKey = '';
+  private _selection: (() => string[]) | null = null;
+  private _notebook: HTMLElement;
+  private _deployment: HTMLSelectElement;
+  private _runAll: HTMLButtonElement;
+  private _runChanged: HTMLButtonElement;
+  private _runSelected: HTMLButtonElement;
+  private _cancel: HTMLButtonElement;
+  private _showGraph: HTMLButtonElement;
+  private _status: HTMLElement;
+  private _statusText: HTMLElement;
+  private _retry: HTMLButtonElement;
+  private _inputs: HTMLElement;
+  private _runs: HTMLUListElement;
+}
