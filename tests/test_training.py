@@ -61,18 +61,21 @@ def test_compiled_training_steps(case) -> None:
     assert len(code.splitlines()) == len(source.splitlines())  # tracebacks keep their lines
     if case.kind == "keras_fit":
         assert step.training.distributed and code.rstrip() == source.rstrip()
-    elif case.step_function is None:
-        assert not step.training.distributed
-        assert any("in the loop body" in r for r in step.reasons)
-    elif case.file == "custom_loop_plain_step.ipynb":  # batches sliced from arrays by index
-        assert not step.training.distributed
-        assert any("nothing to split across replicas" in r for r in step.reasons)
+        return
+    assert step.training.distributed, step.reasons
+    assert "__nb2cwl_training__.split(" in code
+    rewritten = _rewritten(step)
+    assert "__nb2cwl_training__.all_reduce_gradients(" in rewritten
+    if case.step_function is None:  # the tape in the loop body: lifted into a function
+        assert "__nb2cwl_training__.run(__nb2cwl_step_" in code
     else:
-        assert step.training.distributed, step.reasons
         assert f"__nb2cwl_training__.run({case.step_function}" in code
-        assert "__nb2cwl_training__.distribute(" in code
-        rewritten = step.training.prelude + "".join(c.code for c in step.cells)
-        assert "__nb2cwl_training__.scale_gradients(" in rewritten
+
+
+def _rewritten(step) -> str:
+    """The step's code as it runs: the rewritten definitions, then its cells."""
+    return "".join(code for _, code in step.training.preludes) + "".join(
+        c.code for c in step.cells)
 
 
 def test_tf_data_pipelines_stay_with_the_training_that_uses_them() -> None:
@@ -253,10 +256,21 @@ def _losses(results: Path) -> list[float]:
     return [float(line.split()[-1]) for line in text.splitlines() if line.startswith("epoch")]
 
 
+# The loss summed over the batch and divided by a constant (TF-2.x-Tutorials' play-with-MNIST):
+# its gradients were divided by the replica count as if it were a mean, so 2 replicas trained
+# with half the gradient and printed about half the loss.
+SUM_LOSS_LOOP = [
+    *DETERMINISTIC_LOOP[:3],
+    DETERMINISTIC_LOOP[3].replace("tf.reduce_mean((model(xb, training=True) - yb) ** 2)",
+                                  "tf.reduce_sum((model(xb, training=True) - yb) ** 2) / 32"),
+    DETERMINISTIC_LOOP[4],
+]
+
+
 @needs_tf
 @pytest.mark.streamflow
-@pytest.mark.parametrize("cells", [DETERMINISTIC_LOOP, KERAS_LOSS_LOOP],
-                         ids=["reduce_mean-loss", "keras-loss-same-cell"])
+@pytest.mark.parametrize("cells", [DETERMINISTIC_LOOP, KERAS_LOSS_LOOP, SUM_LOSS_LOOP],
+                         ids=["reduce_mean-loss", "keras-loss-same-cell", "sum-loss"])
 def test_a_distributed_loop_is_the_notebooks_algorithm(cells: list[str], tmp_path: Path) -> None:
     """On one device the workflow prints the kernel's losses exactly; on 2 CPU replicas the
     final weights and the printed losses stay within float32 reordering of the same sums."""
@@ -340,12 +354,12 @@ def _compiled_training(cells: list[str], tmp_path: Path):
 def test_training_inside_functions_is_found(tmp_path: Path) -> None:
     step, _ = _compiled_training(MAIN_FIT, tmp_path)
     assert step.training.kind == "keras_fit" and step.training.within == "main"
-    assert any("Keras fit in main()" in r and "runs under a tf.distribute strategy" in r
-               for r in step.reasons)
+    assert any("cell 3, line 2: Keras fit (in main() at cell 2, line 7, called here) runs "
+               "under a tf.distribute strategy" in r for r in step.reasons), step.reasons
     step, _ = _compiled_training(HELPER_LOOP, tmp_path)
     assert step.training.kind == "custom_loop" and step.training.within == "train"
     assert step.training.distributed and step.training.step_function == "train_step"
-    assert "run(train_step" in step.training.prelude + "".join(c.code for c in step.cells)
+    assert "run(train_step" in _rewritten(step)
     step, _ = _compiled_training(TRAINER_CLASS, tmp_path)
     assert step.training.kind == "custom_loop" and step.training.within == "fit"
     assert not step.training.distributed  # a method's loop: one device, and why
@@ -382,3 +396,201 @@ def test_training_inside_functions_prints_what_the_kernel_prints(cells: list[str
     assert numbers and np.allclose(numbers, expected, rtol=1e-3), (printed, kernel)
     (run,) = two.glob("training-*")
     assert json.loads((run / "metrics.json").read_text())["replicas"] == 2
+
+
+# A per-epoch function holding the batch loop (ColorBot's train_one_epoch): the function is
+# not a per-batch step; running it through strategy.run gave every replica the whole epoch.
+EPOCH_FUNCTION = [
+    DETERMINISTIC_LOOP[0], DETERMINISTIC_LOOP[1], DETERMINISTIC_LOOP[2],
+    "def train_one_epoch(net, opt, data, epoch):\n"
+    "    for step, (xb, yb) in enumerate(data):\n"
+    "        with tf.GradientTape() as tape:\n"
+    "            loss = tf.reduce_mean((net(xb, training=True) - yb) ** 2)\n"
+    "        grads = tape.gradient(loss, net.trainable_variables)\n"
+    "        opt.apply_gradients(zip(grads, net.trainable_variables))\n"
+    "        if step % 4 == 0:\n"
+    "            print(f'epoch {epoch} step {step}: loss {float(loss):.4f}')",
+    "for epoch in range(3):\n    train_one_epoch(model, optimizer, dataset, epoch)",
+]
+
+
+def test_a_per_epoch_function_is_not_a_per_batch_step(tmp_path: Path) -> None:
+    step, _ = _compiled_training(EPOCH_FUNCTION, tmp_path)
+    assert step.training.within == "train_one_epoch"
+    assert step.training.step_function is None
+    assert "run(train_one_epoch" not in _rewritten(step)
+
+
+# Training the analysis used to miss silently: each is found and runs under the strategy, or
+# runs as written on one device with the reason (a fallback in explain).
+FIT_SHAPES = {
+    "applications": ("model = tf.keras.applications.MobileNetV2(weights=None, "
+                     "input_shape=(32, 32, 3), classes=4)\n"
+                     "model.compile(optimizer='adam', loss='sparse_categorical_crossentropy')\n"
+                     "model.fit(np.zeros((8, 32, 32, 3)), np.zeros(8), epochs=1)"),
+    "sibling-factory": ("from netlib import build_model\n\nmodel = build_model()\n"
+                        "model.fit(np.zeros((8, 4)), np.zeros(8), epochs=1)"),
+    "self-model": ("class Trainer:\n    def __init__(self):\n"
+                   "        self.model = keras.Sequential([keras.Input((4,)), "
+                   "keras.layers.Dense(1)])\n"
+                   "        self.model.compile(optimizer='sgd', loss='mse')\n\n"
+                   "    def train(self, x, y):\n        return self.model.fit(x, y, epochs=1)\n\n\n"
+                   "Trainer().train(np.zeros((8, 4)), np.zeros(8))"),
+}
+NETLIB = ("import keras\n\n\ndef build_model():\n"
+          "    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])\n"
+          "    model.compile(optimizer='sgd', loss='mse')\n    return model\n")
+
+
+@pytest.mark.parametrize("shape", list(FIT_SHAPES))
+def test_a_keras_fit_the_analysis_used_to_miss_is_distributed(shape: str,
+                                                              tmp_path: Path) -> None:
+    (tmp_path / "netlib.py").write_text(NETLIB)
+    step, _ = _compiled_training([DETERMINISTIC_LOOP[0], FIT_SHAPES[shape]], tmp_path)
+    assert step.training.kind == "keras_fit" and step.training.distributed
+    assert any("runs under a tf.distribute strategy" in r for r in step.reasons)
+
+
+@pytest.mark.parametrize(("code", "reason"), [
+    ("model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])\n"
+     "model.compile(optimizer='sgd', loss='mse')\n"
+     "for i in range(2):\n    model.train_on_batch(np.zeros((8, 4)), np.zeros(8))",
+     "model.train_on_batch(...) trains on the whole batch"),
+    ("from elsewhere import make_model\n\nmodel = make_model()\n"
+     "model.fit(np.zeros((8, 4)), np.zeros(8))",
+     "model.fit(...) may train a Keras model, but nb2cwl cannot tell what model is"),
+], ids=["train_on_batch", "undetermined-fit"])
+def test_training_kept_on_one_device_says_why(code: str, reason: str, tmp_path: Path) -> None:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(c) for c in (DETERMINISTIC_LOOP[0], code)]
+    path = tmp_path / "shape.ipynb"
+    nbformat.write(notebook, str(path))
+    workflow = compile_notebook(str(path))
+    assert not [s for s in workflow.steps if s.training is not None]
+    assert [f for f in workflow.fallbacks if f.cell == 1 and reason in f.reason]
+
+
+# explain for a script: its own file's lines, the loop inside main() as well as the call, one
+# reason per step that agrees with the others, and a structured training field in --json.
+SCRIPT_MAIN_LOOP = '''\
+import keras
+import numpy as np
+import tensorflow as tf
+
+
+def main():
+    keras.utils.set_random_seed(0)
+    x = np.zeros((64, 4), "float32")
+    dataset = tf.data.Dataset.from_tensor_slices((x, x[:, :1])).batch(16)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    optimizer = keras.optimizers.SGD(0.1)
+    for xb, yb in dataset:
+        with tf.GradientTape() as tape:
+            loss = tf.sqrt(tf.reduce_mean((model(xb) - yb) ** 2))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_explain_gives_a_scripts_own_lines_and_one_story_per_step(tmp_path: Path) -> None:
+    from nb2cwl.backends.explain import explain_data, explain_text
+
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT_MAIN_LOOP)
+    workflow = compile_notebook(str(path))
+    (step,) = [s for s in workflow.steps if s.training is not None]
+    text = explain_text(workflow)
+    assert ("train.py, line 20: custom training loop (in main() at train.py, line 12, called "
+            "here) kept on one device: train.py, line 15: cannot tell how the loss `loss` "
+            "depends on the batch") in text, text
+    assert "run under its own strategy" not in text  # the partition's reason agrees
+    data = next(s["training"] for s in explain_data(workflow)["steps"]
+                if s["name"] == step.name)
+    assert data["kind"] == "custom_loop" and data["distributed"] is False
+    assert data["file_line"] == 20 and data["inside"]["file_line"] == 12
+    assert data["within"] == "main" and "cannot tell how the loss" in data["reason"]
+    assert all(s["training"] is None for s in explain_data(workflow)["steps"]
+               if s["name"] != step.name)
+
+
+def _step_with(body: str) -> list[str]:
+    """DETERMINISTIC_LOOP with train_step's body replaced."""
+    return [*DETERMINISTIC_LOOP[:3], "def train_step(xb, yb):\n" + body, DETERMINISTIC_LOOP[4]]
+
+
+TAPE = "    with tf.GradientTape() as tape:\n        pred = model(xb, training=True)\n"
+UPDATE = ("    grads = tape.gradient(loss, model.trainable_variables)\n"
+          "    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
+          "    return loss")
+
+
+@pytest.mark.parametrize(("cells", "reason"), [
+    (_step_with(TAPE + "        loss = tf.sqrt(tf.reduce_mean((pred - yb) ** 2))\n" + UPDATE),
+     "cell 3, line 5: cannot tell how the loss `loss` depends on the batch"),
+    (_step_with(TAPE + "        loss = tf.reduce_mean((pred - yb) ** 2)\n"
+                "    if loss > 1.0:\n        print('large')\n" + UPDATE),
+     "cell 3, line 5: the condition `loss > 1.0` depends on the batch"),
+    (_step_with("    noise = tf.random.normal([32, 8])\n" + TAPE.replace("xb,", "xb + noise,")
+                + "        loss = tf.reduce_mean((pred - yb) ** 2)\n" + UPDATE),
+     "draws random numbers of a fixed shape on every replica"),
+    (_step_with(TAPE + "        centred = pred - tf.reduce_mean(pred, axis=0)\n"
+                "        loss = tf.reduce_mean((centred - yb) ** 2)\n" + UPDATE),
+     "cannot tell how the loss"),
+    ([*DETERMINISTIC_LOOP[:3],
+      "for epoch in range(2):\n    for xb, yb in dataset:\n"
+      "        with tf.GradientTape() as tape:\n"
+      "            loss = tf.reduce_mean((model(xb) - yb) ** 2)\n"
+      "        if loss < 0.01:\n            break\n"
+      "        grads = tape.gradient(loss, model.trainable_variables)\n"
+      "        optimizer.apply_gradients(zip(grads, model.trainable_variables))"],
+     "`break` between the GradientTape and the optimizer update leaves the loop"),
+], ids=["nonlinear-loss", "condition-on-loss", "fixed-shape-noise", "batch-centring",
+        "early-exit"])
+def test_a_loop_the_analysis_cannot_prove_stays_on_one_device(cells: list[str], reason: str,
+                                                              tmp_path: Path) -> None:
+    step, _ = _compiled_training(cells, tmp_path)
+    assert not step.training.distributed
+    assert reason in step.training.reason, step.training.reason
+    assert "__nb2cwl_training__" not in _rewritten(step)
+
+
+KINDS_PRELUDE = ("import tensorflow as tf\nimport keras\n"
+                 "model = keras.Sequential([keras.layers.Dense(1)])\n"
+                 "mean_loss = keras.losses.MeanSquaredError()\n"
+                 "sum_loss = keras.losses.MeanSquaredError(reduction='sum')\n")
+
+
+@pytest.mark.parametrize(("expression", "kind"), [
+    ("tf.reduce_mean(tf.square(model(x) - y))", "M"),
+    ("tf.reduce_sum(tf.square(model(x) - y)) / 32", "S"),
+    ("tf.reduce_mean(-tf.reduce_sum(y * tf.math.log(model(x))))", "S"),  # TF-Examples
+    ("mean_loss(y, model(x))", "M"),
+    ("sum_loss(y, model(x))", "S"),
+    ("tf.reduce_mean(keras.losses.mean_squared_error(y, model(x)))", "M"),
+    ("tf.reduce_sum(tf.square(x)) / tf.cast(tf.shape(x)[0], tf.float32)", "M"),
+    ("tf.reduce_mean(tf.reduce_sum(tf.square(x), axis=-1))", "M"),
+    ("tf.nn.compute_average_loss(tf.square(x), global_batch_size=32)", "S"),
+    ("tf.reduce_max(x, axis=-1)", "E"),
+    ("tf.sqrt(tf.reduce_mean(tf.square(x)))", "U"),
+    ("tf.reduce_mean(x, axis=0)", "M"),
+    ("x - tf.reduce_mean(x, axis=0)", "U"),
+    ("tf.reduce_max(x)", "U"),
+    ("tf.transpose(x)", "U"),
+    ("tf.reduce_mean(x) * tf.reduce_mean(y)", "U"),
+])
+def test_each_value_of_the_per_batch_code_has_a_kind(expression: str, kind: str) -> None:
+    """E per example, S a sum over the batch, M a mean over it, U unknown (batch_kinds)."""
+    import ast
+
+    from nb2cwl.passes.batch_kinds import Program, ReplicaCode, Scope, Unit
+
+    unit = Unit("cell:0", 0, KINDS_PRELUDE + f"value = {expression}\n")
+    analysis = ReplicaCode(Program([unit]), set(), recording=False)
+    scope = Scope({"x": "E", "y": "E"}, None, unit)
+    statement = unit.tree.body[-1]
+    assert isinstance(statement, ast.Assign)
+    assert analysis.expr(statement.value, scope) == kind

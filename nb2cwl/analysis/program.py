@@ -78,7 +78,7 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
                     "run's values are assigned after the parameters cell instead",
                     notebook.location(cell), "note"))
     active = [c for c in notebook.code_cells if not directives[c.index].skip]
-    module, spans, offsets = _whole_module(active)
+    module, spans, offsets = _whole_module(active, notebook.path)
     inferrer = AstroidInferrer()
     state = NamespaceState()
     results: list[CellAnalysis] = []
@@ -100,6 +100,7 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
             raise AnalysisError("the cell is nested too deeply to analyse; split it into "
                                 "smaller expressions or functions",
                                 notebook.location(cell)) from None
+        _origin(analysis, offsets, {c.index: c.code.count("\n") + 1 for c in active})
         _relative_lines(analysis, offset)
         functions.update(function_definitions(cell.code))
         analysis.seconds = estimate_cell(cell.code, functions)
@@ -195,6 +196,19 @@ def _analyse_cell(
     return CellAnalysis(cell, directives, effects, finals, definition_only, unserializable,
                         groups, stars, skeleton, blocked, training,
                         find_seed(body, walker.qualify), settings, not body)
+
+
+def _origin(analysis: CellAnalysis, offsets: dict[int, int], sizes: dict[int, int]) -> None:
+    """Training in a function the cell calls: the whole-module line of its loop (or fit) as
+    (cell, line of that cell)."""
+    site = analysis.training
+    if site is None or not isinstance(site.origin, int) or not site.origin:
+        return
+    for index, offset in offsets.items():
+        if offset < site.origin <= offset + sizes.get(index, 0):
+            analysis.training = replace(site, origin=(index, site.origin - offset))
+            return
+    analysis.training = replace(site, origin=None)
 
 
 def _relative_lines(analysis: CellAnalysis, offset: int) -> None:
@@ -383,7 +397,7 @@ def _generator_function(name: nodes.Name) -> str | None:
 
 
 def _whole_module(
-    cells: list[Cell],
+    cells: list[Cell], path: str | None = None,
 ) -> tuple[nodes.Module | None, dict[int, list], dict[int, int]]:
     """One astroid module of every cell in order (inference sees across cells)."""
     chunks: list[str] = []
@@ -396,7 +410,8 @@ def _whole_module(
         chunks.append(code)
         line += count
     try:
-        module = astroid.parse("".join(chunks), module_name="__notebook__")
+        # with the notebook's path: modules beside it are found, as in the kernel
+        module = astroid.parse("".join(chunks), module_name="__notebook__", path=path)
     except (AstroidError, SyntaxError, ValueError, RecursionError):
         return None, {}, {}
     spans: dict[int, list] = {index: [] for _, _, index in starts}

@@ -8,10 +8,13 @@ to do with a training cell, and the step runtime carries it out.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import astroid
 from astroid import bases, nodes
+from astroid import util as astroid_util
 from astroid.exceptions import AstroidError
 
 Qualify = Callable[[nodes.NodeNG], "str | None"]
@@ -35,6 +38,10 @@ TF1_SESSIONS = frozenset({
     "tensorflow.compat.v1.train.SingularMonitoredSession",
     "tensorflow.train.MonitoredSession", "tensorflow.train.MonitoredTrainingSession",
 })
+#: Training nb2cwl finds but runs as written, on one device (a fallback with the reason).
+ONE_DEVICE = frozenset({"tf1_session", "train_on_batch", "undetermined_fit"})
+#: Modules whose import makes a `.fit(...)` nb2cwl cannot place a possible Keras fit.
+TENSORFLOW_MODULES = ("tensorflow", "keras", "tf_keras")
 SEED_FUNCTIONS = frozenset({"tensorflow.random.set_seed", "keras.utils.set_random_seed",
                             "tensorflow.compat.v1.set_random_seed"})
 _MAX_DEPTH = 4  # how far calls and class bases are followed
@@ -44,10 +51,12 @@ _MAX_DEPTH = 4  # how far calls and class bases are followed
 class TrainingSite:
     """Training found in one cell.
 
-    `kind` is "keras_fit", "custom_loop" or "tf1_session". `models` name the notebook
-    variables holding the Keras models trained; `step_function` is the user function a custom
-    loop calls per batch (None when the tape is inline in the loop body); `loops` are the
-    1-based cell lines of the `for` statements that feed the step function batches.
+    `kind` is "keras_fit", "custom_loop", or one of ONE_DEVICE: "tf1_session",
+    "train_on_batch" (Keras gives every replica the whole batch) or "undetermined_fit" (a
+    `.fit` nb2cwl cannot tell is a Keras model's, in a TensorFlow program). `models` name the
+    notebook variables holding the Keras models trained; `step_function` is the user function
+    a custom loop calls per batch (None when the tape is inline in the loop body); `loops` are
+    the 1-based cell lines of the `for` statements that feed the step function batches.
     """
 
     kind: str
@@ -57,6 +66,9 @@ class TrainingSite:
     loops: tuple[int, ...] = ()
     detail: str = ""
     within: str | None = None  # the notebook function the training is in (the cell calls it)
+    # where in `within` the loop (or fit) is: a whole-module line while the cell is analysed,
+    # then (cell, line of that cell)
+    origin: int | tuple[int, int] | None = None
 
 
 def find_training(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite | None:
@@ -70,7 +82,7 @@ def find_training(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite | 
     loop = _first_custom_loop(body, qualify)
     if loop is not None:
         return loop
-    return _in_called_functions(body, qualify)
+    return _in_called_functions(body, qualify) or _first_unplaced(body, qualify)
 
 
 def find_seed(body: list[nodes.NodeNG], qualify: Qualify) -> tuple[int, str] | None:
@@ -106,16 +118,92 @@ def _first_fit(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite | Non
     line = 0
     for call in _calls(body):
         func = call.func
-        if not (isinstance(func, nodes.Attribute) and func.attrname == "fit"
-                and isinstance(func.expr, nodes.Name)):
+        if not (isinstance(func, nodes.Attribute) and func.attrname == "fit"):
             continue
-        if _is_keras_model(func.expr, qualify, 0) and func.expr.name not in models:
-            models.append(func.expr.name)
+        if isinstance(func.expr, nodes.Name):
+            if _is_keras_model(func.expr, qualify, 0) and func.expr.name not in models:
+                models.append(func.expr.name)
+                line = line or call.lineno
+        elif _is_model_attribute(func.expr, qualify) and func.expr.as_string() not in models:
+            models.append(func.expr.as_string())  # self.model in a trainer's method
             line = line or call.lineno
     if not models:
         return None
-    return TrainingSite("keras_fit", line, tuple(models),
+    return TrainingSite("keras_fit", line, tuple(m for m in models if "." not in m),
                         detail=f"Keras fit of {', '.join(models)}")
+
+
+def _is_model_attribute(expr: nodes.NodeNG, qualify: Qualify) -> bool:
+    """True for `self.X` in a method when every value the class's methods give `self.X` is
+    a Keras model."""
+    if not (isinstance(expr, nodes.Attribute) and isinstance(expr.expr, nodes.Name)
+            and expr.expr.name == "self"):
+        return False
+    function = expr.scope()
+    cls = function.parent if isinstance(function, nodes.FunctionDef) else None
+    if not isinstance(cls, nodes.ClassDef):
+        return False
+    verdicts = [_value_is_model(node.parent.value, qualify, 1)
+                for node in cls.nodes_of_class(nodes.AssignAttr)
+                if node.attrname == expr.attrname and isinstance(node.expr, nodes.Name)
+                and node.expr.name == "self" and isinstance(node.parent, nodes.Assign)]
+    return bool(verdicts) and all(v is True for v in verdicts)
+
+
+def _first_unplaced(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite | None:
+    """Training nb2cwl runs as written: a Keras model's train_on_batch (Keras 3 gives every
+    replica the whole batch under a strategy), or a `.fit(...)` in a TensorFlow program on
+    something nb2cwl cannot tell is a Keras model."""
+    module = body[0].root() if body else None
+    if module is None or not _imports_tensorflow(module):
+        return None
+    for call in _calls(body):
+        func = call.func
+        if not isinstance(func, nodes.Attribute):
+            continue
+        receiver = func.expr.as_string()
+        if func.attrname == "train_on_batch":
+            return TrainingSite(
+                "train_on_batch", call.lineno, (), detail=(
+                    f"{receiver}.train_on_batch(...) trains on the whole batch; under a "
+                    "tf.distribute strategy Keras would give every replica the whole batch "
+                    "(no speed-up), so the cell runs as written, on one device (fit or a "
+                    "GradientTape loop splits the batch)"))
+        if func.attrname == "fit" and not _known_not_keras(func.expr, qualify):
+            return TrainingSite(
+                "undetermined_fit", call.lineno, (), detail=(
+                    f"{receiver}.fit(...) may train a Keras model, but nb2cwl cannot tell what "
+                    f"{receiver} is (built where the analysis cannot see, e.g. in another "
+                    "module or by a library); the cell runs as written, on one device"))
+    return None
+
+
+def _known_not_keras(expr: nodes.NodeNG, qualify: Qualify) -> bool:
+    """True when `expr` is something other than a Keras model (a scikit-learn estimator, a
+    notebook class that is no Keras model)."""
+    try:
+        values = list(expr.infer())
+    except (AstroidError, RecursionError):
+        return False
+    known = [v for v in values if v is not astroid_util.Uninferable]
+    if not known or len(known) != len(values):
+        return False
+    for value in known:
+        cls = value._proxied if isinstance(value, bases.Instance) else None
+        if not isinstance(cls, nodes.ClassDef):
+            return False
+        if any(_normal(base.qname()) in MODEL_CLASSES or base.qname().startswith(
+                ("keras.", "tensorflow.", "tf_keras.")) for base in cls.mro()):
+            return False
+    return True
+
+
+def _imports_tensorflow(module: nodes.Module) -> bool:
+    for node in module.nodes_of_class((nodes.Import, nodes.ImportFrom)):
+        names = [n for n, _ in node.names] if isinstance(node, nodes.Import) else [node.modname]
+        if any(name.split(".")[0] in TENSORFLOW_MODULES for name in names):
+            return True
+    return False
 
 
 def _is_keras_model(name: nodes.Name, qualify: Qualify, depth: int) -> bool:
@@ -132,11 +220,12 @@ def _value_is_model(value: nodes.NodeNG, qualify: Qualify, depth: int) -> bool |
         return _is_keras_model(value, qualify, depth + 1) or None
     if not isinstance(value, nodes.Call):
         return False if isinstance(value, (nodes.Const, nodes.List, nodes.Dict)) else None
-    if _normal(qualify(value.func)) in MODEL_FACTORIES:
+    factory = _normal(qualify(value.func)) or ""
+    if factory in MODEL_FACTORIES or factory.startswith("keras.applications."):
         return True
     if not isinstance(value.func, nodes.Name):
         return None
-    for definition in _definitions(value.func):
+    for definition in _definitions(value.func) or _imported(value.func):
         if isinstance(definition, nodes.ClassDef):
             return _is_model_class(definition, qualify, depth + 1)
         if isinstance(definition, nodes.FunctionDef):
@@ -169,7 +258,7 @@ def _is_model_class(cls: nodes.ClassDef, qualify: Qualify, depth: int) -> bool:
 
 def _first_custom_loop(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite | None:
     for loop in _loops(body):
-        inline = _tape_and_apply(loop.body, qualify)
+        inline = _tape_and_apply(loop.body, qualify)  # in this loop, not in one inside it
         if inline:
             return TrainingSite("custom_loop", loop.lineno, tuple(_trained_models(loop)),
                                 None, (loop.lineno,),
@@ -190,7 +279,8 @@ def _first_custom_loop(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSi
 def _training_function(call: nodes.Call, qualify: Qualify,
                        depth: int) -> nodes.FunctionDef | None:
     """The user function (or method) `call` runs when its body records a tape and applies
-    gradients."""
+    gradients once per call: a function whose tape is inside a loop of its own (a per-epoch
+    function) holds the batch loop; it is not a per-batch step."""
     if depth > _MAX_DEPTH:
         return None
     if isinstance(call.func, nodes.Name):
@@ -204,13 +294,15 @@ def _training_function(call: nodes.Call, qualify: Qualify,
 
 
 def _tape_and_apply(body: list[nodes.NodeNG], qualify: Qualify) -> bool:
+    """True when `body` itself (not a loop or function inside it) records a GradientTape and
+    applies gradients (`apply_gradients`, or Keras 3's `optimizer.apply`)."""
     tape = apply = False
-    for node in _nodes(body):
+    for node in _nodes_outside_loops(body):
         if isinstance(node, nodes.With):
             tape = tape or any(isinstance(ctx, nodes.Call) and qualify(ctx.func) == GRADIENT_TAPE
                                for ctx, _ in node.items)
         elif isinstance(node, nodes.Call) and isinstance(node.func, nodes.Attribute):
-            apply = apply or node.func.attrname == "apply_gradients"
+            apply = apply or node.func.attrname in ("apply_gradients", "apply")
     return tape and apply
 
 
@@ -243,8 +335,7 @@ def _in_called_functions(body: list[nodes.NodeNG], qualify: Qualify) -> Training
             site, name = found
             return TrainingSite(
                 site.kind, call.lineno, () if site.kind == "keras_fit" else site.models,
-                site.step_function, (), f"{site.detail} in {name}() (called at line "
-                f"{call.lineno})", within=name)
+                site.step_function, (), site.detail, within=name, origin=site.line)
     return None
 
 
@@ -256,7 +347,8 @@ def _search(function: nodes.FunctionDef, qualify: Qualify, module: nodes.Module 
         return None
     seen.add(id(function))
     site = (_first_session(function.body, qualify) or _first_fit(function.body, qualify)
-            or _first_custom_loop(function.body, qualify))
+            or _first_custom_loop(function.body, qualify)
+            or _first_unplaced(function.body, qualify))
     if site is not None:
         return site, function.name
     for call in _calls(function.body):
@@ -307,9 +399,16 @@ def _methods(attribute: nodes.Attribute, module: nodes.Module | None) -> list[no
 # --- helpers -----------------------------------------------------------------------------
 
 
-def _nodes(body: list[nodes.NodeNG]) -> Iterator[nodes.NodeNG]:
-    for stmt in body:
-        yield from stmt.nodes_of_class(nodes.NodeNG)  # the statement itself included
+def _nodes_outside_loops(body: list[nodes.NodeNG]) -> Iterator[nodes.NodeNG]:
+    """The nodes of `body`, not descending into loops, functions or classes inside it."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (nodes.For, nodes.While, nodes.FunctionDef, nodes.ClassDef,
+                             nodes.Lambda)):
+            continue
+        stack.extend(reversed(list(node.get_children())))
 
 
 def _calls(body: list[nodes.NodeNG]) -> Iterator[nodes.Call]:
@@ -329,6 +428,31 @@ def _definitions(name: nodes.Name) -> list[nodes.NodeNG]:
     except (AstroidError, RecursionError):
         return []
     return [a for a in assigned if isinstance(a, (nodes.FunctionDef, nodes.ClassDef))]
+
+
+def _imported(name: nodes.Name) -> list[nodes.NodeNG]:
+    """The def/class statements an imported `name` refers to (a module beside the
+    notebook: `from netlib import build_model`)."""
+    try:
+        _, assigned = name.lookup(name.name)
+    except (AstroidError, RecursionError):
+        return []
+    found: list[nodes.NodeNG] = []
+    for statement in assigned:
+        if not isinstance(statement, nodes.ImportFrom) or statement.level:
+            continue
+        original = next((n for n, alias in statement.names if (alias or n) == name.name), None)
+        folder = os.path.dirname(statement.root().file or "")
+        path = os.path.join(folder, *statement.modname.split(".")) + ".py"
+        if original is None or not folder or not os.path.isfile(path):
+            continue
+        try:  # the kernel runs beside the notebook: its modules import from there
+            module = astroid.MANAGER.ast_from_file(path, statement.modname)
+        except (AstroidError, SyntaxError, RecursionError):
+            continue
+        found += [d for d in module.locals.get(original, [])
+                  if isinstance(d, (nodes.FunctionDef, nodes.ClassDef))]
+    return found
 
 
 def _assigned_values(name: nodes.Name) -> list[nodes.NodeNG]:

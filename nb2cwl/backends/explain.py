@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nb2cwl.ir.model import Workflow
+from nb2cwl.ir.model import Step, Workflow
 
 
 def explain_data(workflow: Workflow) -> dict[str, Any]:
@@ -34,6 +34,7 @@ def explain_data(workflow: Workflow) -> dict[str, Any]:
             "parameters": list(s.parameters),
             "target": s.target,
             "reasons": list(s.reasons),
+            "training": _training(workflow, s),
         }
         for s in workflow.steps
     ]
@@ -55,6 +56,34 @@ def explain_data(workflow: Workflow) -> dict[str, Any]:
         "runtime": RUNTIME,
         "diagnostics": [d.to_json() for d in workflow.diagnostics],
     }
+
+
+def _training(workflow: Workflow, step: Step) -> dict[str, Any] | None:
+    """The training a step runs: what it is, where, and whether it is distributed (or why
+    not); None for a step that trains nothing."""
+    plan = step.training
+    if plan is not None:
+        origin = None
+        if plan.origin is not None:
+            origin = _place(workflow, *plan.origin)
+        return {"kind": plan.kind, **_place(workflow, plan.cell, plan.line),
+                "within": plan.within, "inside": origin, "step_function": plan.step_function,
+                "models": list(plan.models), "distributed": plan.distributed,
+                "reason": plan.reason}
+    cells = {c.index for c in step.cells}
+    for fallback in workflow.fallbacks:
+        if fallback.training and fallback.cell in cells:
+            return {"kind": fallback.training, **_place(workflow, fallback.cell, fallback.line),
+                    "within": None, "inside": None, "step_function": None, "models": [],
+                    "distributed": False, "reason": fallback.reason}
+    return None
+
+
+def _place(workflow: Workflow, cell: int, line: int) -> dict[str, Any]:
+    """A cell and line, with the script's own line for a script."""
+    view = next((v for v in workflow.cells if v.index == cell), None)
+    file_line = view.file_line(line) if view is not None else None
+    return {"cell": cell, "line": line, **({"file_line": file_line} if file_line else {})}
 
 
 #: How a step runs its cells (runtime/kernel_shell.py, runtime/plain_shell.py).
@@ -106,8 +135,10 @@ def explain_text(workflow: Workflow) -> str:
     if workflow.skipped_magics:
         lines.append("magics not run in steps: " + ", ".join(
             f"%{m}" for m in workflow.skipped_magics) + " (see the warnings below)")
-    for fallback in workflow.fallbacks:
-        lines.append(f"fallback at cell {fallback.cell}: {fallback.reason}")
+    script = any(v.first_line is not None for v in workflow.cells)
+    for fallback in workflow.fallbacks:  # a script's: at its own lines
+        where = workflow.notebook_name if script else f"cell {fallback.cell}"
+        lines.append(f"fallback at {where}: {fallback.reason}")
     for diagnostic in workflow.diagnostics:
         lines.append(str(diagnostic))
     return "\n".join(lines) + "\n"

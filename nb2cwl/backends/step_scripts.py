@@ -5,6 +5,7 @@ from __future__ import annotations
 import pprint
 
 from nb2cwl.backends.parameters import runtime_spec
+from nb2cwl.frontend.reader import is_script
 from nb2cwl.ir.model import Step, Workflow, carries_value
 
 RUNTIME_PACKAGE = "nb2cwl_runtime"
@@ -71,6 +72,8 @@ def step_spec(workflow: Workflow, step: Step) -> dict:
         "by_value": _data_definitions(workflow),
         "skipped_magics": list(workflow.skipped_magics),
         "parameters": runtime_spec(workflow, step.parameters),
+        # a script's cells see `python script.py`'s argv and end at sys.exit(0), as there
+        "program": "script" if is_script(workflow.notebook_path) else "notebook",
         **_future(workflow, step),
         **({"keep": [name for name in step.defines if name not in step.outputs]}
            if workflow.keep_values else {}),

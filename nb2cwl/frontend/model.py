@@ -33,6 +33,7 @@ class Cell:
     tags: tuple[str, ...] = ()
     metadata: dict = field(default_factory=dict, hash=False, compare=False)
     magics: tuple[Magic, ...] = ()
+    first_line: int | None = None  # a script's cell: the file's line of the cell's line 1
     own_magics: int = 0  # lines of nb2cwl's own magics, made comments (not run in steps)
 
     @property

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import warnings
+from dataclasses import replace
 
 import nbformat
 
@@ -38,6 +39,8 @@ def read_notebook(path: str, content: str | None = None) -> Notebook:
     nb = read_document(path) if content is None else read_document(content, name)
     _check_kernel(nb, where)
     cells = tuple(_make_cell(nb_cell, index, name) for index, nb_cell in enumerate(nb.cells))
+    if is_script(path):
+        cells = _with_file_lines(cells, path)
     parameters = find_parameters(cells, name, os.path.dirname(os.path.abspath(path)))
     notebook = Notebook(path=os.path.abspath(path), name=name, cells=cells, metadata=nb.metadata,
                         parameters=parameters,
@@ -120,6 +123,29 @@ def _read_script(path: str, where: Location) -> nbformat.NotebookNode:
 
 
 _PERCENT_MARKER = re.compile(r"^# %%", re.MULTILINE)
+
+
+def _with_file_lines(cells: tuple[Cell, ...], path: str) -> tuple[Cell, ...]:
+    """A script's code cells with the line of the file each starts at (located in order:
+    jupytext keeps a code cell's lines as they are in the file)."""
+    with open(path, encoding="utf-8") as handle:
+        lines = [line.rstrip("\n") for line in handle]
+    position = 0
+    located = []
+    for cell in cells:
+        source = cell.source.splitlines()
+        first = next((i for i, line in enumerate(source) if line.strip()), None)
+        if not cell.is_code or first is None:
+            located.append(cell)
+            continue
+        found = next((i for i in range(position, len(lines))
+                      if lines[i] == source[first]), None)
+        if found is None:
+            located.append(cell)
+            continue
+        located.append(replace(cell, first_line=found - first + 1))
+        position = found + len(source) - first
+    return tuple(located)
 
 
 def _check_kernel(nb: nbformat.NotebookNode, where: Location) -> None:

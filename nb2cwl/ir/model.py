@@ -138,10 +138,14 @@ class TrainingPlan:
     models: tuple[str, ...]
     distributed: bool = True
     step_function: str | None = None
-    prelude: str = ""  # code run after the inputs load, before the cells (rewritten defs)
+    # (cell, code) run after the inputs load, before the cells: rewritten definitions and the
+    # functions lifted from loop bodies, their lines where they are in that cell
+    preludes: tuple[tuple[int, str], ...] = ()
     seed: str | None = None
     scale_learning_rate: bool = False
     within: str | None = None  # the notebook function the training is in (the cell calls it)
+    reason: str | None = None  # why it stays on one device (when `distributed` is False)
+    origin: tuple[int, int] | None = None  # (cell, line) of the loop or fit in `within`
 
     def to_json(self) -> dict:
         """The plan as plain JSON data for the step runtime."""
@@ -221,6 +225,11 @@ class CellView:
     inputs: tuple[tuple[str, int | None], ...] = ()
     replayed_from: tuple[int, ...] = ()
     notes: tuple[str, ...] = ()
+    first_line: int | None = None  # a script's cell: the file's line of the cell's line 1
+
+    def file_line(self, line: int) -> int | None:
+        """The script's line of the cell's `line` (None for a notebook's cell)."""
+        return None if self.first_line is None or not line else self.first_line + line - 1
 
 
 @dataclass(frozen=True)
@@ -229,6 +238,8 @@ class Fallback:
 
     cell: int
     reason: str
+    training: str | None = None  # training run as written: its kind ("tf1_session", ...)
+    line: int = 0  # where in the cell (for training)
 
 
 @dataclass(frozen=True)
@@ -272,6 +283,17 @@ class Workflow:
             if parameter.name == name:
                 return parameter
         raise KeyError(name)
+
+    def where(self, cell: int, line: int | None = None) -> str:
+        """A location as the user reads it: "cell 3, line 4" in a notebook, "train.py, line
+        57" in a script (its own file's lines)."""
+        view = next((v for v in self.cells if v.index == cell), None)
+        file_line = view.file_line(line) if view is not None and line else None
+        if file_line is not None:
+            return f"{self.notebook_name}, line {file_line}"
+        if view is not None and view.first_line is not None:
+            return f"{self.notebook_name}, line {view.first_line}"
+        return f"cell {cell}, line {line}" if line else f"cell {cell}"
 
     def step(self, name: str) -> Step:
         """The step called `name`."""

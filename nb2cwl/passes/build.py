@@ -6,6 +6,7 @@ import ast
 
 from nb2cwl.analysis.dataflow import Dataflow
 from nb2cwl.analysis.skeletons import MapSkeleton
+from nb2cwl.analysis.training import ONE_DEVICE
 from nb2cwl.errors import Diagnostic, DirectiveError
 from nb2cwl.frontend.directives import notebook_deployments
 from nb2cwl.frontend.reader import safe_name
@@ -66,7 +67,13 @@ def build_workflow(flow: Dataflow) -> Workflow:
     if notebook.parameters is not None:
         diagnostics += notebook.parameters.notes
     diagnostics += _kale_order(flow, steps)
-    sequential = [Fallback(c.index, f"line {c.analysis.skeleton.line}: the loop runs "
+    first_lines = {c.index: c.first_line for c in notebook.cells}
+
+    def at(cell: int, line: int) -> str:  # a script's own lines; a notebook's cell's
+        first = first_lines.get(cell)
+        return f"line {first + line - 1}" if first and line else f"line {line}"
+
+    sequential = [Fallback(c.index, f"{at(c.index, c.analysis.skeleton.line)}: the loop runs "
                                     f"sequentially: its cell shares step {step_of[c.index]} "
                                     "with other cells (see that step's reasons)")
                   for c in flow.cells if c.analysis.skeleton is not None
@@ -82,15 +89,16 @@ def build_workflow(flow: Dataflow) -> Workflow:
         external_files=tuple(sorted(flow.external_files.items())),
         diagnostics=tuple(diagnostics),
         fallbacks=tuple(
-            [Fallback(b.cell_index, f"line {b.line}: {b.reason}; the loop runs sequentially")
+            [Fallback(b.cell_index, f"{at(b.cell_index, b.line)}: {b.reason}; the loop runs "
+                                    "sequentially")
              for c in flow.cells for b in c.analysis.blocked]
             + sequential
-            + [Fallback(index, f"line {line}: {what}; the whole notebook runs as one "
+            + [Fallback(index, f"{at(index, line)}: {what}; the whole notebook runs as one "
                                "sequential step") for index, line, what in opaque]
-            + [Fallback(c.index, f"line {c.analysis.training.line}: "
-                                 f"{c.analysis.training.detail}")
+            + [Fallback(c.index, _one_device(c.index, c.analysis.training, at),
+                        c.analysis.training.kind, c.analysis.training.line)
                for c in flow.cells if c.analysis.training is not None
-               and c.analysis.training.kind == "tf1_session"]),
+               and c.analysis.training.kind in ONE_DEVICE]),
         settings=tuple(Setting(s.key, s.cell_index, s.line, s.code, s.owners, s.kinds,
                                tuple(d.key for d in s.requires)) for s in flow.settings),
         skipped_magics=tuple(sorted({m for c in flow.cells
@@ -269,6 +277,18 @@ def _make_step(
                 defines=tuple(sorted(defines)))
 
 
+def _one_device(cell: int, site, at) -> str:  # site: a TrainingSite; at: a formatter
+    """Why training found in `cell` runs as written, on one device, and where it is."""
+    where = at(cell, site.line)
+    if isinstance(site.origin, tuple):
+        origin_cell, origin_line = site.origin
+        inner = at(origin_cell, origin_line)
+        if origin_cell != cell and at(origin_cell, 1) == "line 1":  # a notebook: which cell
+            inner += f" of cell {origin_cell}"
+        where += f" (in {site.within}() at {inner}, called here)"
+    return f"{where}: {site.detail}"
+
+
 def _parameters_needed(cells: list, flow: Dataflow) -> tuple[str, ...]:
     """The parameters whose run values the step assigns: those it replays, and, when it runs
     the parameters cell itself, those its cells read after it."""
@@ -287,11 +307,12 @@ def _training(cells: list, flow: Dataflow) -> TrainingPlan | None:
     """The plan of the first Keras fit or custom loop in the step's cells (TF1: none)."""
     for cell_flow in cells:
         site = cell_flow.analysis.training
-        if site is None or site.kind == "tf1_session":
+        if site is None or site.kind in ONE_DEVICE:
             continue
         return TrainingPlan(site.kind, cell_flow.index, site.line, site.models,
                             step_function=site.step_function,
-                            seed=_last_seed(flow, cells[0].index - 1), within=site.within)
+                            seed=_last_seed(flow, cells[0].index - 1), within=site.within,
+                            origin=site.origin if isinstance(site.origin, tuple) else None)
     return None
 
 
@@ -368,7 +389,7 @@ def _cell_views(flow: Dataflow, step_of: dict[int, str]) -> tuple[CellView, ...]
             cell.index, cell.cell_id, "code", role, step_of.get(cell.index),
             tuple((i.var, i.producer) for i in cell_flow.inputs),
             tuple(sorted({d.cell_index for d in cell_flow.replay})),
-            tuple(notes),
+            tuple(notes), cell.first_line,
         ))
     return tuple(views)
 

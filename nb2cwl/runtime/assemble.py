@@ -27,6 +27,7 @@ def assemble(argv: list[str], spec: dict[str, Any] | None = None) -> int:
         notebook: dict[str, Any] = json.load(handle)
     results: dict[int, dict[str, Any]] = {}
     failures: list[tuple[int, str]] = []
+    ends: list[int] = []
     reports = []
     for path in args.get("reports", []):
         with open(path, encoding="utf-8") as handle:
@@ -36,8 +37,15 @@ def assemble(argv: list[str], spec: dict[str, Any] | None = None) -> int:
             results[cell["index"]] = cell
         if "failed_cell" in report:
             failures.append((report["failed_cell"], report.get("error", "")))
+        if "exited_cell" in report:
+            ends.append(report["exited_cell"])
+    end = min(ends) if ends else None  # a script's sys.exit(0): nothing after it ran
     failed = min(failures) if failures else None
-    indices = sorted(i for i in results if failed is None or i <= failed[0])
+    if failed is not None and end is not None and failed[0] > end:
+        failed = None
+    last = min(i for i in (failed[0] if failed else None, end) if i is not None) \
+        if failed is not None or end is not None else None
+    indices = sorted(i for i in results if last is None or i <= last)
     # a later cell's update of a display an earlier cell shows
     for index, outputs in zip(indices, settle_displays([results[i]["outputs"] for i in indices]),
                               strict=True):
@@ -49,7 +57,7 @@ def assemble(argv: list[str], spec: dict[str, Any] | None = None) -> int:
         if cell.get("cell_type") != "code":
             continue
         result = results.get(index)
-        if failed is not None and index > failed[0]:
+        if (failed is not None and index > failed[0]) or (end is not None and index > end):
             result = None  # as in Jupyter's Run All: nothing after the failing cell ran
         cell["outputs"] = result["outputs"] if result else []
         cell["execution_count"] = result["execution_count"] if result else None

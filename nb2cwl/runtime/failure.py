@@ -31,6 +31,22 @@ class CellFailed(Exception):
         self.duration = 0.0
 
 
+class ScriptEnded(Exception):
+    """A script's cell raised SystemExit(0) or SystemExit(None): `python script.py` ends
+    there, normally; later cells do not run (their steps skip, as after a failure)."""
+
+    def __init__(self, cell: dict[str, Any], outputs: list[dict[str, Any]]) -> None:
+        super().__init__(f"the script ended at cell {cell['index']} (sys.exit)")
+        self.cell = cell
+        self.outputs = outputs
+
+
+def ends_script(spec: dict[str, Any], error: BaseException | None) -> bool:
+    """True when `error` ends a script normally: SystemExit with code 0 or None."""
+    return spec.get("program") == "script" and isinstance(error, SystemExit) and \
+        error.code in (0, None)
+
+
 def mark_failed(out: str, info: dict[str, Any]) -> None:
     """Write the failure marker into the step's values and files outputs."""
     values_dir = os.path.join(out, "values")

@@ -27,8 +27,10 @@ import sys
 import tempfile
 import time
 import types
+import warnings
 from typing import Any
 
+from IPython.core import interactiveshell
 from IPython.core.displayhook import DisplayHook
 from IPython.core.displaypub import DisplayPublisher
 from IPython.core.interactiveshell import InteractiveShell
@@ -128,6 +130,17 @@ class ZMQStepShell(InteractiveShell):
     def enable_gui(self, gui: Any = None) -> None:
         """A step has no event loop to integrate: `%matplotlib` backends draw inline."""
 
+    script = False  # the cells are a script's: SystemExit(0) ends it quietly, as `python`
+
+    def showtraceback(self, exc_tuple: Any = None, *args: Any, **kwargs: Any) -> None:
+        """As IPython shows it, except a script's normal end (SystemExit 0 or None), which
+        `python script.py` does not show."""
+        value = (exc_tuple or sys.exc_info())[1]
+        if self.script and isinstance(value, SystemExit) and value.code in (0, None):
+            self._ended = True  # IPython's "To exit: use 'exit'" warning follows: dropped
+            return
+        super().showtraceback(exc_tuple, *args, **kwargs)
+
     def init_magics(self) -> None:
         """IPython's magics and the kernel's own (ipykernel's KernelMagics), as in a kernel."""
         super().init_magics()
@@ -164,10 +177,30 @@ def _flush_streams() -> None:
     sys.stderr.flush()
 
 
+def _exit_warning(message: Any, *args: Any, **kwargs: Any) -> None:
+    """IPython's `warn`, without its "To exit" hint after a script's normal end."""
+    shell = ZMQStepShell.instance() if ZMQStepShell.initialized() else None
+    if shell is not None and getattr(shell, "_ended", False):
+        shell._ended = False
+        return
+    warnings.warn(message, *args, **kwargs)
+
+
 class KernelExecutor:
     """Runs cells with the step's ZMQStepShell; see the module docstring."""
 
     kind = "ipython"
+
+    @property
+    def script(self) -> bool:
+        """True when the cells are a script's (see ZMQStepShell.script)."""
+        return self.shell.script
+
+    @script.setter
+    def script(self, value: bool) -> None:
+        self.shell.script = value
+        if value:
+            interactiveshell.warn = _exit_warning
 
     def __init__(self, module: types.ModuleType, skipped_magics: list[str]) -> None:
         if not os.environ.get("MPLBACKEND") and _has_inline_backend():

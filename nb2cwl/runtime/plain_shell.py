@@ -124,6 +124,7 @@ class PlainExecutor:
     """Runs cells with `exec`, showing the last expression's value as Jupyter would."""
 
     kind = "plain"
+    script = False  # the cells are a script's: SystemExit(0) ends it quietly, as `python`
 
     def __init__(self, module: types.ModuleType) -> None:
         capture.set_runtime_figures(True)
@@ -168,6 +169,8 @@ class PlainExecutor:
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # the user's code may raise anything, SystemExit too
+            if self.script and isinstance(exc, SystemExit) and exc.code in (0, None):
+                return False, exc  # a script's normal end: `python` shows nothing
             if target is not None:
                 target.error(type(exc).__name__, str(exc), user_traceback(exc, filename))
             return False, exc

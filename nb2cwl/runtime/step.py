@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 from . import cache, files, live, parameters, skeleton, values
 from .arguments import Arguments, parse_arguments
 from .capture import OutputCapture
-from .failure import CellFailed, mark_failed, upstream_failure, user_traceback
+from .failure import (
+    CellFailed,
+    ScriptEnded,
+    ends_script,
+    mark_failed,
+    upstream_failure,
+    user_traceback,
+)
 from .future import compiler_flags as future_flags
 from .settings import SettingsReplay
 
@@ -110,10 +117,11 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
              raw_parameters: dict[str, Any]) -> int:
     """Run the step's cells (its outputs were not in the cache)."""
     plan = spec.get("training")
-    executor = _executor(spec.get("skipped_magics", []))
+    executor = _executor(spec.get("skipped_magics", []), spec.get("program") == "script")
     future = spec.get("future", [])  # [cell, feature] of earlier cells
     executor.future([f for cell, f in future if cell < spec["cells"][0]["index"]])
     namespace = executor.namespace
+    sys.argv = _program_argv(spec)
     trainer: Training | None = None
     _stage_files(spec, args, root)
     run_values = parameters.values(spec, raw_parameters, root)
@@ -133,8 +141,7 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
             parameters.assign([definition["parameter"]], run_values, namespace)
             return
         flags = future_flags([f for cell, f in future if cell <= definition["cell"]])
-        code = compile(definition["code"], f"<cell {definition['cell']}>", "exec", flags=flags)
-        exec(code, namespace)
+        exec(_compiled(definition["code"], definition["cell"], flags), namespace)
 
     def ensure_defined(names: list[str]) -> None:
         for name in names:
@@ -185,15 +192,24 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
                 if index == declared.get("cell"):  # as papermill injects after that cell
                     parameters.assign(declared["names"], run_values, namespace)
 
-            _run_role(spec, args, executor, out, report, replayable, settings, after_cell)
+            try:
+                _run_role(spec, args, executor, out, report, replayable, settings, after_cell)
+            except ScriptEnded as ended:  # sys.exit(0): the script's end; later cells skip
+                report["cells"].append({"index": ended.cell["index"], "outputs": ended.outputs,
+                                        "execution_count": ended.cell["execution_count"]})
+                report["exited_cell"] = ended.cell["index"]
         if trainer is not None:
             report["training"] = trainer.finish(namespace, out, spec["step"],
                                                 _training_log(report, plan["cell"]))
-        values.save_values(namespace, spec.get("outputs", []), spec.get("groups", []),
-                           os.path.join(out, "values"), replayable)
-        if spec.get("keep"):  # for pulling values into a kernel (the Jupyter integration)
-            values.keep_values(namespace, spec["keep"], os.path.join(out, "values"),
-                               replayable)
+        if "exited_cell" in report:
+            mark_failed(out, {"cell": report["exited_cell"], "step": spec["step"],
+                              "exited": True})
+        else:
+            values.save_values(namespace, spec.get("outputs", []), spec.get("groups", []),
+                               os.path.join(out, "values"), replayable)
+            if spec.get("keep"):  # for pulling values into a kernel (Jupyter)
+                values.keep_values(namespace, spec["keep"], os.path.join(out, "values"),
+                                   replayable)
         if values.UNORDERED:
             names = ", ".join(sorted(set(values.UNORDERED)))
             note = (f"step {spec['step']}: the set(s) in {names} may iterate in another order "
@@ -248,8 +264,25 @@ def _nothing() -> Any:
 def _begin_training(trainer: Training, plan: dict[str, Any],
                     namespace: dict[str, Any]) -> None:
     trainer.begin(namespace)
-    if plan.get("prelude"):  # the step function, rewritten for the strategy
-        exec(compile(plan["prelude"], f"<cell {plan['cell']}>", "exec"), namespace)
+    for cell, code in plan.get("preludes", []):  # definitions rewritten for the strategy
+        exec(_compiled(code, cell), namespace)
+
+
+_SOURCES: set[str] = set()  # the file names given to code run outside the cells
+
+
+def _compiled(code: str, cell: int, flags: int = 0) -> types.CodeType:
+    """`code` of cell `cell` (a replayed or rewritten definition) compiled under a file name
+    of its own, its source registered where tracebacks and AutoGraph (a @tf.function) look
+    for it: "<cell 3>", then "<cell 3'>" for the next piece of the same cell."""
+    import linecache
+
+    name = f"<cell {cell}>"
+    while name in _SOURCES:
+        name = name[:-1] + "'>"
+    _SOURCES.add(name)
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+    return compile(code, name, "exec", flags=flags)
 
 
 def _training_log(report: dict[str, Any], cell: int) -> str:
@@ -332,7 +365,20 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
         live.cell_event(cell, "done", execution_count=cell["execution_count"])
 
 
-def _executor(skipped_magics: list[str]) -> Executor:
+def _program_argv(spec: dict[str, Any]) -> list[str]:
+    """The sys.argv the cells see: `python script.py`'s for a script (the script's name
+    alone), the kernel's for a notebook (ipykernel's launcher and its connection file)."""
+    if spec.get("program") == "script":
+        return [spec["notebook"]]
+    import importlib.util
+
+    found = importlib.util.find_spec("ipykernel_launcher")
+    launcher = found.origin if found is not None and found.origin else "ipykernel_launcher.py"
+    runtime = os.path.join(os.path.expanduser("~"), ".local", "share", "jupyter", "runtime")
+    return [launcher, "-f", os.path.join(runtime, f"kernel-nb2cwl-{os.getpid()}.json")]
+
+
+def _executor(skipped_magics: list[str], script: bool = False) -> Executor:
     """IPython's own shell where IPython is importable (as in Jupyter), else plain exec."""
     module = types.ModuleType("__main__")
     _hints_module()
@@ -347,6 +393,7 @@ def _executor(skipped_magics: list[str]) -> Executor:
         executor = PlainExecutor(module)
     else:
         executor = create(module, skipped_magics)
+    executor.script = script  # SystemExit(0) ends a script quietly, as `python` does
     sys.modules["__main__"] = module
     return executor
 
@@ -388,6 +435,8 @@ def _run_cell(cell: dict[str, Any], executor: Executor, spec: dict[str, Any]) ->
         ok, error = executor.run_cell(cell, count)
     if sender is not None:
         sender.close()
+    if not ok and ends_script(spec, error):
+        raise ScriptEnded(cell, capture.outputs)
     if not ok:
         _failed(cell, error, spec, capture, executor.filename_of(count))
     outputs = capture.outputs

@@ -239,42 +239,125 @@ class Training:
 
     # --- what the rewritten custom loop calls ---
 
-    def distribute(self, dataset: Any) -> Any:
-        """The dataset split across the replicas (a no-op on one replica)."""
+    def split(self, value: Any) -> Any:
+        """Mark `value` (the batch, or what the loop computed from it) to be split across the
+        replicas along its first axis; other arguments of `run` go to every replica."""
         if self.replicas == 1 and self.workers == 1:
-            return dataset
-        if not isinstance(dataset, self.tf.data.Dataset):
-            return dataset  # not a tf.data pipeline: every replica runs the same batches
-        return self.strategy.experimental_distribute_dataset(dataset)
+            return value
+        return _Split(value)
 
     def run(self, function: Any, *args: Any, **kwargs: Any) -> Any:
-        """`function` on every replica; scalars averaged, batches gathered back in order."""
+        """`function` on every replica, each with its share of the `split` arguments; what
+        it returns is the notebook's value (the code combines it: see batch_kinds)."""
         if self.replicas == 1 and self.workers == 1:
             return function(*args, **kwargs)
         if not self.legacy:  # Keras 3 optimizers fail in strategy.run of a tf.function
             function = getattr(function, "python_function", function)  # (TF 2.21): eager
-        with _unscaled_keras_losses():
-            result = self.strategy.run(function, args=args, kwargs=kwargs)
-        return self.tf.nest.map_structure(self._combine, result)
+        parts, sizes = _split_arguments(self.tf, (args, kwargs), self.replicas)
+        total = sum(sizes)
+        self._shares = [size / total if total else 0.0 for size in sizes]
+        distributed = self.strategy.experimental_distribute_values_from_function(
+            lambda context: parts[context.replica_id_in_sync_group])
+        self._running = True
+        try:
+            with _unscaled_keras_losses(), _gradients_already_reduced(), \
+                    _synchronized_batch_statistics():
+                result = self.strategy.run(lambda both: function(*both[0], **both[1]),
+                                           args=(distributed,))
+        finally:
+            self._running = False
+        return self.tf.nest.map_structure(self._first, result)
 
-    def _combine(self, value: Any) -> Any:
-        if value is None:
+    def _first(self, value: Any) -> Any:
+        """The first local replica's value (every replica holds the same, all-reduced)."""
+        try:
+            return self.strategy.experimental_local_results(value)[0]
+        except (TypeError, ValueError, AttributeError):
+            return value
+
+    def _replica(self) -> tuple[Any, int] | None:
+        """(replica context, global replica id) inside `run` on several replicas; else None."""
+        if not getattr(self, "_running", False):
             return None
-        local = self.strategy.experimental_local_results(value)
-        rank = getattr(getattr(local[0], "shape", None), "rank", 0)
-        if not rank:
-            return self.strategy.reduce(self.tf.distribute.ReduceOp.MEAN, value, axis=None)
-        return self.strategy.gather(value, axis=0)
-
-    def scale_gradients(self, gradients: Any) -> Any:
-        """The replica's share of batch-mean gradients: the optimizer sums the replicas'
-        gradients, so dividing by their count gives the single-device gradient."""
         context = self.tf.distribute.get_replica_context()
-        replicas = context.num_replicas_in_sync if context is not None else 1
-        if replicas == 1:
+        if context is None or context.num_replicas_in_sync == 1:
+            return None
+        index = context.replica_id_in_sync_group
+        if not isinstance(index, int):
+            index = int(self.tf.get_static_value(index))
+        return context, index
+
+    def all_reduce_gradients(self, gradients: Any, mode: str) -> Any:
+        """The gradient of the notebook's loss over the global batch, on every replica: the
+        replicas' gradients added ("sum": the loss is a sum over the batch) or weighted by
+        their shares of the batch ("mean"). The optimizer then applies it as it is."""
+        replica = self._replica()
+        if replica is None:
             return gradients
-        return self.tf.nest.map_structure(
-            lambda g: None if g is None else g / replicas, gradients)
+        context, index = replica
+        weight = self._shares[index] if mode == "mean" else 1.0
+        flat = self.tf.nest.flatten(gradients, expand_composites=False)
+        present = [i for i, g in enumerate(flat) if g is not None]
+        scaled = [_scale(self.tf, flat[i], weight) for i in present]
+        reduced = context.all_reduce(self.tf.distribute.ReduceOp.SUM, scaled) if scaled else []
+        for i, value in zip(present, reduced, strict=True):
+            flat[i] = value
+        return self.tf.nest.pack_sequence_as(gradients, flat)
+
+    def total(self, value: Any, mode: str) -> Any:
+        """The notebook's value of a per-replica `value`: gathered in order ("batch"),
+        added ("sum") or weighted by the replicas' shares ("mean")."""
+        replica = self._replica()
+        if replica is None or value is None:
+            return value
+        context, index = replica
+        tf = self.tf
+        python = isinstance(value, (int, float)) and not isinstance(value, bool)
+        tensor = tf.convert_to_tensor(value)
+        if mode == "batch":
+            result = _all_gather(tf, context, tensor)
+        else:
+            weight = self._shares[index] if mode == "mean" else 1.0
+            result = context.all_reduce(tf.distribute.ReduceOp.SUM,
+                                        _scale(tf, tensor, weight))
+        if python:
+            return type(value)(result.numpy())
+        if hasattr(value, "__array__") and not tf.is_tensor(value):
+            return result.numpy()
+        return result
+
+    def share(self, value: Any) -> Any:
+        """A mean (or a constant) added to a sum over the batch: this replica's share of it,
+        so that the replicas' sums add up to the notebook's."""
+        replica = self._replica()
+        if replica is None:
+            return value
+        return _scale(self.tf, self.tf.convert_to_tensor(value), self._shares[replica[1]])
+
+    def once(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """A call with effects (print, a metric's update) made by the first replica only, with
+        the global batch's values (its arguments were combined with `total`)."""
+        replica = self._replica()
+        if replica is None:
+            return function(*args, **kwargs)
+        if replica[1] == 0:
+            return function(*args, **kwargs)
+        return None
+
+    def per_example(self, function: Any) -> Any:
+        """`function`, checked on replicas to be a Keras layer or model (which works example
+        by example), as the analysis assumed of a callable it could not see."""
+        if self._replica() is None:
+            return function
+        import keras
+
+        if isinstance(function, keras.layers.Layer):
+            return function
+        raise TypeError(
+            f"nb2cwl: {function!r} is called on a share of the batch as if it worked example "
+            "by example, but it is not a Keras layer or model; it may reduce over the batch. "
+            "Run this step on one replica (unset NB2CWL_CPU_REPLICAS) or call a Keras model "
+            "there")
 
     # --- Keras fit and evaluate, watched for the run record ---
 
@@ -455,13 +538,148 @@ def _write_json(path: str, data: Any) -> None:
         json.dump(data, handle, indent=1)
 
 
+class _Split:
+    """An argument of `run` split along its first axis across the replicas."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _split_arguments(tf: Any, arguments: Any, replicas: int) -> tuple[list[Any], list[int]]:
+    """Per replica, `arguments` with each `_Split` value's arrays cut into contiguous shares
+    along their first axis (sizes differ by at most one); the shares' sizes."""
+    flat = tf.nest.flatten(arguments, expand_composites=False)
+    sized = []
+    for item in flat:
+        if isinstance(item, _Split):
+            for leaf in tf.nest.flatten(item.value):
+                shape = getattr(leaf, "shape", None)
+                if shape is not None and len(shape) > 0:
+                    sized.append(int(shape[0]))
+    if not sized:
+        raise ValueError("nb2cwl: the batch handed to the replicas has no first axis to split")
+    if len(set(sized)) > 1:
+        raise ValueError(f"nb2cwl: the batch's arrays have different first dimensions "
+                         f"({sorted(set(sized))}); nb2cwl splits a batch along that axis")
+    count = sized[0]
+    sizes = [count // replicas + (1 if r < count % replicas else 0) for r in range(replicas)]
+    bounds = [sum(sizes[:r]) for r in range(replicas + 1)]
+
+    def cut(item: Any, r: int) -> Any:
+        if not isinstance(item, _Split):
+            return item
+
+        def leaf(value: Any) -> Any:
+            shape = getattr(value, "shape", None)
+            if shape is None or len(shape) == 0:
+                return value
+            return value[bounds[r]:bounds[r + 1]]
+
+        return tf.nest.map_structure(leaf, item.value)
+
+    parts = [tf.nest.pack_sequence_as(arguments, [cut(item, r) for item in flat])
+             for r in range(replicas)]
+    return parts, sizes
+
+
+def _all_gather(tf: Any, context: Any, tensor: Any) -> Any:
+    """The replicas' tensors concatenated in order (all-gather takes few dtypes: others go
+    through int32 or float32 and back)."""
+    dtype = tensor.dtype
+    if dtype in (tf.float32, tf.float16, tf.float64, tf.int32, tf.int64):
+        return context.all_gather(tensor, axis=0)
+    carrier = tf.float32 if dtype.is_floating else tf.int32
+    return tf.cast(context.all_gather(tf.cast(tensor, carrier), axis=0), dtype)
+
+
+def _scale(tf: Any, value: Any, weight: float) -> Any:
+    if weight == 1.0:
+        return value
+    if isinstance(value, tf.IndexedSlices):
+        return tf.IndexedSlices(value.values * tf.cast(weight, value.values.dtype),
+                                value.indices, value.dense_shape)
+    return tf.math.multiply_no_nan(value, tf.cast(weight, value.dtype))
+
+
+@contextlib.contextmanager
+def _gradients_already_reduced() -> Iterator[None]:
+    """The rewritten step all-reduces its gradients itself (`all_reduce_gradients`): a Keras 3
+    optimizer applies them as they are instead of summing the replicas' again."""
+    try:
+        from keras.src.backend.tensorflow.optimizer import TFOptimizer
+    except ImportError:
+        yield
+        return
+    reduce = TFOptimizer._all_reduce_sum_gradients
+    TFOptimizer._all_reduce_sum_gradients = lambda self, grads_and_vars: list(grads_and_vars)
+    others = _other_optimizers()
+    for cls, _ in others:
+        cls.apply_gradients = _refuse_apply
+    try:
+        yield
+    finally:
+        TFOptimizer._all_reduce_sum_gradients = reduce
+        for cls, apply in others:
+            cls.apply_gradients = apply
+
+
+def _other_optimizers() -> list[tuple[type, Any]]:
+    """Optimizer classes other than Keras 3's that sum the replicas' gradients themselves
+    (TF1's tf.compat.v1.train optimizers, tf-keras'): the rewritten step cannot use them."""
+    found = []
+    try:
+        from tensorflow.python.training.optimizer import Optimizer as TF1Optimizer
+
+        found.append((TF1Optimizer, TF1Optimizer.apply_gradients))
+    except ImportError:
+        pass
+    legacy = sys.modules.get("tf_keras")
+    if legacy is not None:
+        for cls in {legacy.optimizers.Optimizer, legacy.optimizers.legacy.Optimizer}:
+            found.append((cls, cls.apply_gradients))
+    return found
+
+
+def _refuse_apply(self: Any, *args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError(
+        f"nb2cwl: {type(self).__name__} sums the replicas' gradients itself, and the step's "
+        "gradients are already the global batch's: it would apply them once per replica. "
+        "Use a Keras 3 optimizer (keras.optimizers), or run this step on one replica "
+        "(unset NB2CWL_CPU_REPLICAS)")
+
+
+@contextlib.contextmanager
+def _synchronized_batch_statistics() -> Iterator[None]:
+    """BatchNormalization normalises with the global batch's mean and variance (all-reduced),
+    as on one device, instead of each replica's share's."""
+    try:
+        from keras.src import ops
+        from keras.src.layers.normalization.batch_normalization import BatchNormalization
+    except ImportError:
+        yield
+        return
+    moments = BatchNormalization._moments
+
+    def synchronized(self: Any, inputs: Any, mask: Any) -> Any:
+        if mask is None:
+            return ops.moments(inputs, axes=self._reduction_axes, synchronized=True)
+        return moments(self, inputs, mask)
+
+    BatchNormalization._moments = synchronized
+    try:
+        yield
+    finally:
+        BatchNormalization._moments = moments
+
+
 @contextlib.contextmanager
 def _unscaled_keras_losses() -> Iterator[None]:
     """Keras 3 divides a loss object's value by the replica count under a strategy, where a
     loss the notebook computes itself (tf.reduce_mean) is not: in the rewritten loop every
-    replica's loss is the mean over its own share of the batch, its gradients are divided
-    by the replica count once (scale_gradients), and the loss the step function returns is
-    the notebook's value. Keras' own fit scales and unscales by itself; it is not affected."""
+    replica's loss is the mean over its own share of the batch, its gradients are
+    all-reduced by that share (all_reduce_gradients), and what the step returns is combined
+    into the notebook's value. Keras' own fit scales and unscales by itself; it is not
+    affected."""
     try:
         from keras.src.losses import loss as keras_loss
     except ImportError:  # tf-keras or another Keras: nothing to undo
