@@ -62,6 +62,8 @@ SHARED = {
                                   "s.iloc[0] = 10", "r.mean()"], 2, "r", 1),
     "a Styler holds its frame": ([FRAME + "styled = df.style", "df['w'] = 1", "styled"],
                                  2, "styled", 1),
+    "a Styler's format returns the Styler": ([FRAME + "styled = df.style.format('{:.1f}')",
+                                              "df['w'] = 1.0", "styled"], 2, "styled", 1),
     "generator shuffle": (["import numpy as np\nrng = np.random.default_rng(0)\n"
                            "x = np.arange(5)", "rng.shuffle(x)", "x"], 2, "x", 1),
     "Random shuffle": (["import random\nr = [1, 2, 3]", "random.Random(1).shuffle(r)", "r"],
@@ -112,6 +114,8 @@ APART = {
                                                 "for key, part in df.groupby('k'):\n"
                                                 "    parts[key] = part.copy()",
                                                 "print(df)"], 2, "df", 0),
+    "rows picked through .loc are a new frame": ([FRAME + "sub = df.loc[df.v > 1]",
+                                                 "sub['w'] = 1", "print(df)"], 2, "df", 0),
     "a groupby's methods change nothing": ([FRAME + "g = df.groupby('k')", "g.sum()",
                                             "print(df)"], 2, "df", 0),
     "a string split": (["line = 'a=1'", "key, value = line.split('=')\nkeys = [key]",

@@ -20,6 +20,7 @@ from nb2cwl.analysis.names import (
     BUILTIN_NAMES,
     ELEMENT_SHARING_BUILTINS,
     FRESH_RESULT_METHODS,
+    chain_has_attribute,
     chain_has_call,
     only_keys,
     root_name,
@@ -364,7 +365,9 @@ class CallEffects:
             return of(arguments)  # a library nb2cwl does not know may keep its arguments
         if isinstance(func, nodes.Attribute):
             # d.items(), d.get(k), arr.reshape(...): the result may hold the receiver's objects
-            if func.attrname in FRESH_RESULT_METHODS:
+            # (a Styler's methods, format included, return the Styler)
+            if func.attrname in FRESH_RESULT_METHODS and not chain_has_attribute(func.expr,
+                                                                                 "style"):
                 return set()
             root = root_name(func.expr)
             if root is None or root in self.state.imports or root in _SHELL_NAMES:

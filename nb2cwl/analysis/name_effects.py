@@ -20,6 +20,7 @@ from nb2cwl.analysis.effects import Effects, Hold
 from nb2cwl.analysis.names import (
     BUILTIN_NAMES,
     ELEMENT_SHARING_BUILTINS,
+    chain_has_attribute,
     root_name,
     value_roots,
 )
@@ -267,23 +268,18 @@ class NameEffects:
     def holds_itself(self, value: nodes.NodeNG) -> bool:
         """A value that holds the frame or series it comes from itself, not a copy
         (`df.groupby("k")`, `ts.rolling(2)`, `df.style`, `s.str`): copy-on-write does not
-        part them, and a later change to the frame (a new column) shows in it."""
+        part them, and a later change to the frame (a new column) shows in it. What is read
+        through one (`df.loc[mask]`, `s.str.upper()`) is a new object."""
+        if isinstance(value, nodes.Attribute) and value.attrname in kb.HOLDING_ATTRIBUTES:
+            return True
         node = value
-        while isinstance(node, (nodes.Attribute, nodes.Subscript, nodes.Call)):
-            if isinstance(node, nodes.Call):
-                if not isinstance(node.func, nodes.Attribute):
-                    return False
-                if node.func.attrname in kb.HOLDING_METHODS:
-                    return True
-                # a Styler's methods return the Styler itself
-                return _chain_has_attribute(node.func.expr, "style")
-            if isinstance(node, nodes.Attribute):
-                if node.attrname in kb.HOLDING_ATTRIBUTES:
-                    return True
-                node = node.expr
-            else:
-                node = node.value
-        return False
+        while isinstance(node, (nodes.Attribute, nodes.Subscript)):  # df.groupby("k")["v"]
+            node = node.expr if isinstance(node, nodes.Attribute) else node.value
+        if not isinstance(node, nodes.Call) or not isinstance(node.func, nodes.Attribute):
+            return False
+        if node.func.attrname in kb.HOLDING_METHODS:
+            return True
+        return chain_has_attribute(node.func.expr, "style")  # a Styler's methods return it
 
     def link_parts(self, target: nodes.NodeNG, value: nodes.NodeNG) -> None:
         """`fig, ax = plt.subplots()`: names unpacked from one result may be parts of one
@@ -531,12 +527,3 @@ def _at_call(changes: list) -> list:
 
     return [replace(change, line=0) for change in changes]
 
-
-def _chain_has_attribute(node: nodes.NodeNG, attribute: str) -> bool:
-    """`df.style.format(...).highlight_max`: the chain passes through `.style`."""
-    while isinstance(node, (nodes.Attribute, nodes.Subscript, nodes.Call)):
-        if isinstance(node, nodes.Attribute) and node.attrname == attribute:
-            return True
-        node = (node.expr if isinstance(node, nodes.Attribute)
-                else node.func if isinstance(node, nodes.Call) else node.value)
-    return False

@@ -161,3 +161,13 @@ def chain_has_call(node: nodes.NodeNG) -> bool:
             return True
         node = node.expr if isinstance(node, nodes.Attribute) else node.value
     return False
+
+
+def chain_has_attribute(node: nodes.NodeNG, attribute: str) -> bool:
+    """`df.style.format(...).highlight_max`: the chain passes through `.style`."""
+    while isinstance(node, (nodes.Attribute, nodes.Subscript, nodes.Call)):
+        if isinstance(node, nodes.Attribute) and node.attrname == attribute:
+            return True
+        node = (node.expr if isinstance(node, nodes.Attribute)
+                else node.func if isinstance(node, nodes.Call) else node.value)
+    return False
