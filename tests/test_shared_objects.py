@@ -195,3 +195,10 @@ def test_a_class_made_with_its_instances_is_pickled_by_name(tmp_path):
     workflow = compile_notebook(path, CompileOptions(granularity="cell"))
     first = next(s for s in workflow.steps if s.cells[0].index == 0)
     assert any("Split" in d["names"] for d in step_spec(workflow, first)["definitions"])
+
+
+def test_explain_says_what_a_library_object_keeps(tmp_path):
+    df = flow(tmp_path, [SKLEARN + "scaler = StandardScaler()\n"
+                                   "pipe = Pipeline([('s', scaler)])", "pipe.fit([[1.0]])"])
+    assert any("pipe may hold scaler (what Pipeline() keeps or returns)" in note
+               for _, note in effects(df, 0).notes)

@@ -115,14 +115,20 @@ class NameEffects:
         if value is None:
             return
         self._learn_value(name, value)
-        for other in self.roots_of(value):
+        held: list[str] = []
+        for other in sorted(self.roots_of(value)):
             if other == name or other in state.imports:
                 continue
             if (other not in state.functions and self._shares(value, other)) or (
                     self._shares_default(value, other)):
                 state.link(name, other)
+                held.append(other)
         self._hand_on_group(name)
         self.link_figure(name, value)
+        if held and isinstance(value, nodes.Call):  # say why: it is not visible in the code
+            self.fx.notes.append((value.lineno or 0, f"{name} may hold {', '.join(held)} "
+                                                     f"(what {value.func.as_string()}() keeps "
+                                                     "or returns): handed on together"))
 
     def _shares_default(self, value: nodes.NodeNG, callee: str) -> bool:
         """`a = Bag()` where Bag's __init__ keeps its mutable default (`items=[]`): every
