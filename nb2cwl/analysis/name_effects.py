@@ -125,10 +125,20 @@ class NameEffects:
                 held.append(other)
         self._hand_on_group(name)
         self.link_figure(name, value)
-        if held and isinstance(value, nodes.Call):  # say why: it is not visible in the code
+        if held and self._keeper(value):  # say why: it is not visible in the code
             self.fx.notes.append((value.lineno or 0, f"{name} may hold {', '.join(held)} "
                                                      f"(what {value.func.as_string()}() keeps "
                                                      "or returns): handed on together"))
+
+    def _keeper(self, value: nodes.NodeNG) -> bool:
+        """A call whose result keeps its arguments for a reason the code does not show: a
+        library object (`Pipeline([...])`, `ChainMap(d)`, `df.groupby(k)`), or a function
+        or class of the notebook (a closure it returns, what `__init__` stores)."""
+        if not isinstance(value, nodes.Call):
+            return False
+        if isinstance(value.func, nodes.Name) and value.func.name in self.state.functions:
+            return True
+        return kb.keeps_arguments(self.qualify(value.func)) or self.holds_itself(value)
 
     def _shares_default(self, value: nodes.NodeNG, callee: str) -> bool:
         """`a = Bag()` where Bag's __init__ keeps its mutable default (`items=[]`): every
