@@ -20,7 +20,9 @@ from nb2cwl.analysis.names import (
     BUILTIN_NAMES,
     ELEMENT_SHARING_BUILTINS,
     FRESH_RESULT_METHODS,
+    chain_has_attribute,
     chain_has_call,
+    only_keys,
     root_name,
     value_roots,
 )
@@ -55,6 +57,7 @@ class CallEffects:
     _comp_expr: Callable[[nodes.NodeNG, set[str]], None]
     _files: Callable[[nodes.Call, str | None, int], None]
     magic_call: Callable[[nodes.Call, int], bool]
+    builtin_source: Callable[[nodes.NodeNG], nodes.Call | None]
 
     def call(self, node: nodes.Call, bound: set[str] | None = None) -> None:
         """A call: reads, then what the callee is known to do."""
@@ -77,6 +80,8 @@ class CallEffects:
             for position in kb.MUTATING_FUNCTIONS[qualified]:
                 if position < len(node.args):
                     self.mutate_expr(node.args[position], line, f"{qualified}()")
+        if isinstance(func, nodes.Attribute) and func.attrname in kb.ARGUMENT_MUTATING_METHODS:
+            self._argument_mutating_method(node, func, line)
         if qualified == "next" and node.args and isinstance(node.args[0], nodes.Name):
             self.mutate_expr(node.args[0], line, "next() advances the iterator")
         if qualified and qualified.startswith("numpy.") and qualified.endswith(".at") and (
@@ -193,9 +198,32 @@ class CallEffects:
 
     # --- methods ---------------------------------------------------------------------
 
+    def _argument_mutating_method(self, node: nodes.Call, func: nodes.Attribute,
+                                  line: int) -> None:
+        """`rng.shuffle(x)` on a NumPy Generator or a `random.Random`: x changes in place.
+        (A dataset's `ds.shuffle(1000)` takes a number: nothing changes.)"""
+        root = root_name(func.expr)
+        if root is not None and "tensorflow" in self.state.families.get(root, ()):
+            return
+        for position in kb.ARGUMENT_MUTATING_METHODS[func.attrname]:
+            if position >= len(node.args):
+                continue
+            arg = node.args[position]
+            held = root_name(arg)
+            if held is None or self.state.types.get(held) in kb.IMMUTABLE_TYPES:
+                continue
+            self.mutate_expr(arg, line, f".{func.attrname}() changes its argument in place")
+
     def _method_call(self, node: nodes.Call, func: nodes.Attribute, line: int) -> None:
         receiver = func.expr
         method = func.attrname
+        if self.builtin_source(receiver) is not None:  # vars(o).update(...), getattr(o, "x")
+            inplace = any(k.arg == "inplace" for k in node.keywords or ())
+            source = self.builtin_source(receiver)
+            if (method in kb.MUTATING_METHODS or inplace
+                    or source.func.name in ("vars", "getattr")):
+                self.mutate_expr(receiver, line, f".{method}()")
+            return
         kind = self._state_object(receiver)
         if kind is not None:  # plt.rcParams.update(...), logging.getLogger(...).setLevel(...)
             if method in kb.STATE_READING_METHODS:
@@ -328,17 +356,18 @@ class CallEffects:
             return found
         if isinstance(func, nodes.Name) and func.name in ELEMENT_SHARING_BUILTINS | {
                 "map", "filter", "iter", "functools.partial", "partial"}:
-            return of(arguments)
+            return of([a for a in arguments if not only_keys(a)])
         qualified = self.qualify(func)
-        if qualified in kb.SHARING_FUNCTIONS or qualified in ("functools.partial",
-                                                              "operator.methodcaller"):
+        if kb.keeps_arguments(qualified):  # Pipeline([...]), np.split(a, 3), ChainMap(d)
             return of(arguments)
         if qualified is not None and kb.library_of(qualified) is None and (
                 root_name(func) in self.state.imports):
             return of(arguments)  # a library nb2cwl does not know may keep its arguments
         if isinstance(func, nodes.Attribute):
             # d.items(), d.get(k), arr.reshape(...): the result may hold the receiver's objects
-            if func.attrname in FRESH_RESULT_METHODS:
+            # (a Styler's methods, format included, return the Styler)
+            if func.attrname in FRESH_RESULT_METHODS and not chain_has_attribute(func.expr,
+                                                                                 "style"):
                 return set()
             root = root_name(func.expr)
             if root is None or root in self.state.imports or root in _SHELL_NAMES:

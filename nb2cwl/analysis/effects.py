@@ -57,7 +57,8 @@ class Effects:
     holds: list[Hold] = field(default_factory=list)
     families: set[str] = field(default_factory=set)  # libraries whose objects it uses
     reads_all: list[tuple[int, str]] = field(default_factory=list)  # (line, what): %who
-    views: list[tuple[int, str, str]] = field(default_factory=list)  # (line, view, array)
+    # (line, view, base, "array" or "mapping"): a view of an array or a dict
+    views: list[tuple[int, str, str, str]] = field(default_factory=list)
     skipped_magics: list[tuple[int, str]] = field(default_factory=list)  # (line, why)
 
     def merge(self, other: Effects) -> None:

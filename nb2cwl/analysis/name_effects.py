@@ -10,14 +10,20 @@ whether it is a view of an array.
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects, Hold
-from nb2cwl.analysis.names import ELEMENT_SHARING_BUILTINS, root_name, value_roots
+from nb2cwl.analysis.names import (
+    BUILTIN_NAMES,
+    ELEMENT_SHARING_BUILTINS,
+    chain_has_attribute,
+    root_name,
+    value_roots,
+)
 
 if TYPE_CHECKING:
     from nb2cwl.analysis.state import NamespaceState
@@ -32,6 +38,9 @@ def _pandas_major() -> int:
 
 #: From pandas 3 on, copy-on-write is always on: a column or slice is never a view.
 _PANDAS_COPIES_ON_WRITE = _pandas_major() >= 3
+#: Types whose keys(), values() and items() are live views.
+_MAPPINGS = frozenset({"builtins.dict", "collections.OrderedDict", "collections.defaultdict",
+                       "collections.Counter"})
 
 
 class NameEffects:
@@ -48,6 +57,7 @@ class NameEffects:
     item_roots: dict[str, set[str]]
     definite: set[str]
     depth: int
+    figure_names: set[str]
     _applying: set[str]
 
     # provided by the effect walker
@@ -79,7 +89,9 @@ class NameEffects:
             return
         self.fx.writes.add(name)
         self.fx.deletes.discard(name)
+        self.figure_names.discard(name)
         state = self.state
+        state.bound.add(name)
         state.definitions.pop(name, None)
         state.const_strings.pop(name, None)
         state.types.pop(name, None)
@@ -103,13 +115,30 @@ class NameEffects:
         if value is None:
             return
         self._learn_value(name, value)
-        for other in self.roots_of(value):
+        held: list[str] = []
+        for other in sorted(self.roots_of(value)):
             if other == name or other in state.imports:
                 continue
             if (other not in state.functions and self._shares(value, other)) or (
                     self._shares_default(value, other)):
                 state.link(name, other)
+                held.append(other)
         self._hand_on_group(name)
+        self.link_figure(name, value)
+        if held and self._keeper(value):  # say why: it is not visible in the code
+            self.fx.notes.append((value.lineno or 0, f"{name} may hold {', '.join(held)} "
+                                                     f"(what {value.func.as_string()}() keeps "
+                                                     "or returns): handed on together"))
+
+    def _keeper(self, value: nodes.NodeNG) -> bool:
+        """A call whose result keeps its arguments for a reason the code does not show: a
+        library object (`Pipeline([...])`, `ChainMap(d)`, `df.groupby(k)`), or a function
+        or class of the notebook (a closure it returns, what `__init__` stores)."""
+        if not isinstance(value, nodes.Call):
+            return False
+        if isinstance(value.func, nodes.Name) and value.func.name in self.state.functions:
+            return True
+        return kb.keeps_arguments(self.qualify(value.func)) or self.holds_itself(value)
 
     def _shares_default(self, value: nodes.NodeNG, callee: str) -> bool:
         """`a = Bag()` where Bag's __init__ keeps its mutable default (`items=[]`): every
@@ -147,13 +176,25 @@ class NameEffects:
         held = self.held_effects(value) if not isinstance(value, nodes.Lambda) else None
         if held is not None:
             state.held_calls[name] = held
+        if isinstance(value, nodes.Call) and self.qualify(value.func) in kb.WEAK_REFERENCES:
+            tag = f"object:{name}"
+            state.families[name] = state.families.get(name, frozenset()) | {tag}
+            self.fx.holds.append(Hold(tag, value.lineno or 0, f"{name} holds weak references, "
+                                                               "which no step can hand on"))
         base = self._view_base(value)
         if base is not None:
-            self.fx.views.append((value.lineno or 0, name, base))
+            self.fx.views.append((value.lineno or 0, name, base, "array"))
+        base = self._mapping_view_base(value)
+        if base is not None:
+            self.fx.views.append((value.lineno or 0, name, base, "mapping"))
 
     def roots_of(self, value: nodes.NodeNG) -> set[str]:
-        """Names whose objects `value` may hold (see names.value_roots and call_roots)."""
-        return value_roots(value, self.call_roots)
+        """Names whose objects `value` may hold (see names.value_roots and call_roots); a
+        builtin the notebook never rebinds (`defaultdict(list)`, `map(str, xs)`) holds
+        nothing of the notebook's."""
+        return {root for root in value_roots(value, self.call_roots)
+                if root not in BUILTIN_NAMES or root in self.state.bound
+                or (self.function_mode and root in self.locals)}
 
     def families_of(self, value: nodes.NodeNG) -> frozenset[str]:
         """The libraries whose objects a value may be or hold: those of the names it reads
@@ -202,6 +243,28 @@ class NameEffects:
             return root
         return None
 
+    def _mapping_view_base(self, value: nodes.NodeNG) -> str | None:
+        """The dict `value` is a live view of (`d.keys()`, `d.values()`, `d.items()`,
+        `MappingProxyType(d)`): saved and loaded, a view shows a copy of its dict, so a
+        later change to the dict would not show in it."""
+        if not isinstance(value, nodes.Call):
+            return None
+        func = value.func
+        if self.qualify(func) == "types.MappingProxyType" and value.args:
+            node = value.args[0]
+        elif (isinstance(func, nodes.Attribute) and func.attrname in ("keys", "values", "items")
+              and not value.args and not value.keywords):
+            node = func.expr
+        else:
+            return None
+        root = root_name(node)
+        if root is None or root in self.state.imports or root in self.state.functions:
+            return None
+        kind = self.state.types.get(root)
+        if kind is not None and kind not in _MAPPINGS:
+            return None  # df.keys() is an Index, s.items() an iterator
+        return root
+
     def _shares(self, value: nodes.NodeNG, other: str) -> bool:
         """Whether the value may hold `other`'s object (not just something made from it)."""
         if isinstance(value, (nodes.Name, nodes.List, nodes.Tuple, nodes.Set, nodes.Dict,
@@ -215,10 +278,79 @@ class NameEffects:
                 or (isinstance(value.func, nodes.Name)
                     and value.func.name in ELEMENT_SHARING_BUILTINS)):
             return True  # a constructor, a partial, a library call: it may keep the object
+        if (isinstance(value, nodes.Call) and kb.keeps_arguments(self.qualify(value.func))) or (
+                self.holds_itself(value)):
+            return True  # ChainMap(d), Pipeline(...), df.groupby(k): the object itself
         if other in self.state.immutable_items:
             return False  # its items are numbers or strings: sharing them changes nothing
         # pandas 3 copies on write: what is derived from a frame never changes the frame
         return not (known in ("pandas.DataFrame", "pandas.Series") and _PANDAS_COPIES_ON_WRITE)
+
+    def holds_itself(self, value: nodes.NodeNG) -> bool:
+        """A value that holds the frame or series it comes from itself, not a copy
+        (`df.groupby("k")`, `ts.rolling(2)`, `df.style`, `s.str`): copy-on-write does not
+        part them, and a later change to the frame (a new column) shows in it. What is read
+        through one (`df.loc[mask]`, `s.str.upper()`) is a new object."""
+        if isinstance(value, nodes.Attribute) and value.attrname in kb.HOLDING_ATTRIBUTES:
+            return True
+        node = value
+        while isinstance(node, (nodes.Attribute, nodes.Subscript)):  # df.groupby("k")["v"]
+            node = node.expr if isinstance(node, nodes.Attribute) else node.value
+        if not isinstance(node, nodes.Call) or not isinstance(node.func, nodes.Attribute):
+            return False
+        if node.func.attrname in kb.HOLDING_METHODS:
+            return True
+        return chain_has_attribute(node.func.expr, "style")  # a Styler's methods return it
+
+    def link_parts(self, target: nodes.NodeNG, value: nodes.NodeNG) -> None:
+        """`fig, ax = plt.subplots()`: names unpacked from one result may be parts of one
+        whole that refer to each other (a figure and its axes): they are handed on
+        together."""
+        names = [n.name for n in target.nodes_of_class(nodes.AssignName)]
+        if self.function_mode or len(names) < 2 or not self.parts_linked(value):
+            return
+        self.share(names[0], names[1:])
+        self.fx.notes.append((value.lineno or 0, f"{', '.join(names)} are unpacked from one "
+                                                 f"result of {value.func.as_string()}(), "
+                                                 "whose parts may refer to each other: "
+                                                 "handed on together"))
+
+    def parts_linked(self, value: nodes.NodeNG) -> bool:
+        """Whether the parts of a call's result may refer to each other: not for a library
+        whose results are independent values (`train_test_split`) or a builtin."""
+        if not isinstance(value, nodes.Call):
+            return False  # a literal is unpacked item by item; a name links through itself
+        func = value.func
+        root = root_name(func)
+        if root is not None and root in self.state.imports:
+            library = kb.library_of(self.qualify(func))
+            return library is None or library.linked_results
+        if isinstance(func, nodes.Name):
+            return func.name in self.state.functions or func.name not in BUILTIN_NAMES
+        if not isinstance(func, nodes.Attribute) or root is None:
+            return True
+        families = self.state.families.get(root, frozenset())
+        if any(kb.results_linked(family) for family in families):
+            return True  # ax.hist(...): the bars belong to the axes
+        kind = self.type_of(func.expr)
+        if kind in kb.KNOWN_TYPES or kind in kb.IMMUTABLE_TYPES:
+            return False  # name, ext = path.rsplit(".", 1)
+        return not any(library.family in families for library in kb.LIBRARIES)
+
+    def link_figure(self, name: str, value: nodes.NodeNG) -> None:
+        """Names bound in one cell to what pyplot returns (`plt.gcf()`, `plt.gca()`,
+        `sns.histplot(...)`) are parts of the cell's current figure."""
+        if self.function_mode or not isinstance(value, nodes.Call):
+            return
+        qualified = self.qualify(value.func) or ""
+        if not qualified.startswith(("matplotlib.pyplot.", "seaborn.")) or (
+                kb.state_set_by_call(qualified) is not None):
+            return
+        for other in sorted(self.figure_names - {name}):
+            self.state.link(name, other)
+        self.figure_names.add(name)
+        if len(self.state.alias_group(name)) > 1:
+            self._hand_on_group(name)
 
     def _one_pass(self, value: nodes.NodeNG) -> bool:
         """The value is an iterator: whoever iterates it, or calls next() on it, uses it up."""
@@ -266,6 +398,14 @@ class NameEffects:
                     and other not in self.state.functions and self._shares(value, other)):
                 self.state.link(container, other)
         self._hand_on_group(container)
+
+    def share(self, name: str, others: Iterable[str]) -> None:
+        """`name` and `others` may share objects from now on: they are handed on together."""
+        if self.function_mode:
+            return
+        for other in sorted(others):
+            self.state.link(name, other)
+        self._hand_on_group(name)
 
     def _hand_on_group(self, name: str) -> None:
         """A new alias: the cell hands on every member, so later cells load them together.
@@ -331,7 +471,11 @@ class NameEffects:
 
     def mutate_expr(self, node: nodes.NodeNG, line: int, why: str) -> None:
         """Mutation of the object an expression such as `a.b[0]` reaches from its root name,
-        or of the objects a call's result holds (`zip(rows, extra)`, `map(f, rows)`)."""
+        or of the objects a call's result holds (`zip(rows, extra)`, `map(f, rows)`,
+        `vars(o)["x"]`)."""
+        inner = self.builtin_source(node)
+        if inner is not None:
+            node = inner
         if isinstance(node, nodes.Call):
             for root in sorted(self.roots_of(node)):
                 self.mutate(root, line, why)
@@ -339,6 +483,22 @@ class NameEffects:
         root = root_name(node)
         if root is not None:
             self.mutate(root, line, why)
+
+    def builtin_source(self, node: nodes.NodeNG) -> nodes.Call | None:
+        """The call of a builtin an expression starts from, when its result holds or is part
+        of its arguments: `vars(o)["x"]`, `getattr(o, "items").append`, `list(d.values())[0]`.
+        """
+        while isinstance(node, (nodes.Attribute, nodes.Subscript, nodes.Call)):
+            if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Name):
+                name = node.func.name
+                bound = (name in self.state.functions or name in self.state.imports
+                         or (self.function_mode and name in self.locals))
+                if name in ELEMENT_SHARING_BUILTINS and not bound:
+                    return node
+                return None
+            node = (node.expr if isinstance(node, nodes.Attribute)
+                    else node.func if isinstance(node, nodes.Call) else node.value)
+        return None
 
     def apply_use(self, name: str) -> None:
         """A use of a user function or class: its body's effects happen here (late binding)."""
@@ -387,3 +547,4 @@ def _at_call(changes: list) -> list:
     from dataclasses import replace
 
     return [replace(change, line=0) for change in changes]
+

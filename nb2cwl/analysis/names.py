@@ -21,15 +21,35 @@ FRESH_RESULT_METHODS = frozenset(
      "format", "join", "split", "rsplit", "strip", "lstrip", "rstrip", "lower", "upper",
      "replace", "encode", "decode", "startswith", "endswith", "find", "index", "isna",
      "notna", "isnull", "notnull", "idxmax", "idxmin", "argmax", "argmin", "any", "all",
-     "agg", "aggregate", "corr", "cov", "dot", "item", "keys", "splitlines", "title",
+     "agg", "aggregate", "corr", "cov", "dot", "item", "splitlines", "title",
      "capitalize", "hex", "bit_length", "is_integer", "sort_values", "sort_index",
-     "reset_index", "dropna", "fillna", "merge", "groupby", "rolling", "apply", "map"}
+     "reset_index", "dropna", "fillna", "merge", "apply", "map"}
 )
-#: Builtins whose result holds the very objects of their arguments (list(d.values()), ...).
+#: Builtins whose result holds the very objects of their arguments (list(d.values()), ...),
+#: or is part of them (vars(o) is o's namespace, getattr(o, "x") its attribute).
 ELEMENT_SHARING_BUILTINS = frozenset(
     {"list", "tuple", "set", "frozenset", "sorted", "reversed", "enumerate", "zip", "iter",
-     "next", "filter", "dict", "min", "max"}
+     "next", "filter", "dict", "min", "max", "vars", "getattr", "memoryview"}
 )
+
+
+#: Methods whose result holds its receiver, but whose items, iterated, are new objects (the
+#: groups of a groupby, the windows of a rolling, the rows of iterrows).
+FRESH_ITEM_METHODS = frozenset({"groupby", "rolling", "expanding", "ewm", "resample",
+                                "iterrows", "itertuples"})
+
+
+def fresh_items(iterable: nodes.NodeNG) -> bool:
+    """`for key, group in df.groupby("k")`: the items are new objects, sharing nothing."""
+    return (isinstance(iterable, nodes.Call) and isinstance(iterable.func, nodes.Attribute)
+            and iterable.func.attrname in FRESH_ITEM_METHODS)
+
+
+def only_keys(node: nodes.NodeNG) -> bool:
+    """`d.keys()`: a live view of d, but what is copied out of it (list(d.keys())) is keys,
+    which are hashable and so, in practice, never changed."""
+    return (isinstance(node, nodes.Call) and isinstance(node.func, nodes.Attribute)
+            and node.func.attrname == "keys" and not node.args and not node.keywords)
 
 
 def item_bindings(target: nodes.NodeNG, iterable: nodes.NodeNG) -> dict[str, set[str]]:
@@ -38,7 +58,7 @@ def item_bindings(target: nodes.NodeNG, iterable: nodes.NodeNG) -> dict[str, set
     Keys of a mapping (`for k, v in d.items()`, `for k in d.keys()`) are hashable, so in
     practice immutable: they share nothing that could be modified.
     """
-    roots = value_roots(iterable)
+    roots = set() if fresh_items(iterable) else value_roots(iterable)
     names = [n.name for n in target.nodes_of_class(nodes.AssignName)]
     method = (iterable.func.attrname if isinstance(iterable, nodes.Call)
               and isinstance(iterable.func, nodes.Attribute) else None)
@@ -112,7 +132,8 @@ def value_roots(value: nodes.NodeNG, call_roots: CallRoots | None = None) -> set
             own |= {n.name for n in generator.target.nodes_of_class(nodes.AssignName)}
         if found & own:  # the results are the items themselves: they share the collection's
             for generator in value.generators:
-                found |= roots(generator.iter)
+                if not only_keys(generator.iter):
+                    found |= roots(generator.iter)
         return found - own
     if isinstance(value, nodes.Call):
         if call_roots is not None:
@@ -127,7 +148,8 @@ def value_roots(value: nodes.NodeNG, call_roots: CallRoots | None = None) -> set
         if isinstance(func, nodes.Name) and func.name in ELEMENT_SHARING_BUILTINS:
             found = set()
             for arg in value.args:
-                found |= roots(arg)
+                if not only_keys(arg):
+                    found |= roots(arg)
             return found
     return set()
 
@@ -138,4 +160,14 @@ def chain_has_call(node: nodes.NodeNG) -> bool:
         if isinstance(node, nodes.Call):
             return True
         node = node.expr if isinstance(node, nodes.Attribute) else node.value
+    return False
+
+
+def chain_has_attribute(node: nodes.NodeNG, attribute: str) -> bool:
+    """`df.style.format(...).highlight_max`: the chain passes through `.style`."""
+    while isinstance(node, (nodes.Attribute, nodes.Subscript, nodes.Call)):
+        if isinstance(node, nodes.Attribute) and node.attrname == attribute:
+            return True
+        node = (node.expr if isinstance(node, nodes.Attribute)
+                else node.func if isinstance(node, nodes.Call) else node.value)
     return False

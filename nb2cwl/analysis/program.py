@@ -155,7 +155,10 @@ def _analyse_cell(
         definition = (_parameter(stmt, cell.index, number, offset, parameters)
                       or _replayable(stmt, state, cell.index, number, walker))
         before, changed = snapshot(walker.fx), len(walker.fx.state_changes)
+        walker.defining_changes = set()
         walker.statement(stmt)
+        if _defining_changes(stmt, walker):
+            definition = None  # @register("name") fills a registry: the def is data
         changes = walker.fx.state_changes[changed:]
         if changes:
             setting = settle(stmt, number, cell.index, offset, walker.fx, before, changes, state,
@@ -236,7 +239,7 @@ def _relative_lines(analysis: CellAnalysis, offset: int) -> None:
     fx.holds = [replace(hold, line=fix(hold.line)) for hold in fx.holds]
     fx.reads_all = [(fix(line), text) for line, text in fx.reads_all]
     fx.skipped_magics = [(fix(line), text) for line, text in fx.skipped_magics]
-    fx.views = [(fix(line), name, base) for line, name, base in fx.views]
+    fx.views = [(fix(line), name, base, kind) for line, name, base, kind in fx.views]
 
 
 def _apply_directives(directives: CellDirectives, effects: Effects) -> dict[str, str]:
@@ -305,6 +308,22 @@ def _replayable(
         elif name not in BUILTIN_NAMES or name in state.functions:
             return None  # needs a data value at definition time: ship the object instead
     return Definition(key, cell_index, (stmt.name,), code, tuple(dict.fromkeys(requires)))
+
+
+def _defining_changes(stmt: nodes.NodeNG, walker: EffectWalker) -> bool:
+    """A def or class statement whose decorators (or a base's `__init_subclass__`) change a
+    value when it runs (`@register("double")` putting the function into a registry): a later
+    step must not run it again, so what it binds is handed on as a value, with the registry."""
+    if not isinstance(stmt, (nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.ClassDef)):
+        return False
+    changed = walker.defining_changes - {stmt.name}
+    if not changed:
+        return False
+    walker.share(stmt.name, changed)  # the registry may hold what the statement defines
+    walker.fx.notes.append((stmt.lineno, f"defining {stmt.name} changes "
+                                         f"{', '.join(sorted(changed))}, which may hold it: "
+                                         "they are handed on together, as values"))
+    return True
 
 
 def _state_object_binding(stmt: nodes.NodeNG, walker: EffectWalker) -> bool:

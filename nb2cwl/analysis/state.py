@@ -42,6 +42,7 @@ class NamespaceState:
     state_objects: dict[str, StateKind] = field(default_factory=dict)  # logger, rc, env, ...
     held_calls: dict[str, Effects] = field(default_factory=dict)  # callables held in a value
     views: dict[str, frozenset[str]] = field(default_factory=dict)  # array views: name -> base
+    bound: set[str] = field(default_factory=set)  # every global the notebook has bound
 
     def alias_group(self, name: str) -> frozenset[str]:
         """`name` and every name that may refer to the same (or a containing) object."""

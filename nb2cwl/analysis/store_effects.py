@@ -38,19 +38,31 @@ class StoreEffects:
     mutate: Callable[[str, int, str], None]
     mutate_expr: Callable[[nodes.NodeNG, int, str], None]
     link_values: Callable[[str, nodes.NodeNG | None], None]
+    link_parts: Callable[[nodes.NodeNG, nodes.NodeNG], None]
+    builtin_source: Callable[[nodes.NodeNG], nodes.Call | None]
+    roots_of: Callable[[nodes.NodeNG], set[str]]
     held_effects: Callable[[nodes.NodeNG], Effects | None]
     qualify: Callable[[nodes.NodeNG], str | None]
     _state_object: Callable[[nodes.NodeNG], kb.StateKind | None]
 
-    def target(self, node: nodes.NodeNG, value: nodes.NodeNG | None) -> None:
-        """Bind an assignment target to `value` (None when unknown)."""
+    def target(self, node: nodes.NodeNG, value: nodes.NodeNG | None,
+               iterated: bool = False) -> None:
+        """Bind an assignment target to `value` (None when unknown); `iterated`: the target
+        takes the items of `value` in turn (a for loop)."""
         if isinstance(node, nodes.AssignName):
             self.write(node.name, value)
         elif isinstance(node, (nodes.Tuple, nodes.List)):
+            pairs = None if iterated else _element_pairs(node, value)
+            if pairs is not None:  # losses, accs = [], []: each name its own value
+                for element, part in pairs:
+                    self.target(element, part)
+                return
             for element in node.elts:
-                self.target(element, value)
+                self.target(element, value, iterated)
+            if value is not None and not iterated:
+                self.link_parts(node, value)
         elif isinstance(node, nodes.Starred):
-            self.target(node.value, value)
+            self.target(node.value, value, iterated)
         elif isinstance(node, nodes.AssignAttr):
             self.expression(node.expr)
             self._store_into(node.expr, node.lineno, f"attribute store .{node.attrname}", value,
@@ -89,6 +101,11 @@ class StoreEffects:
         self.mutate_expr(container, line, why)
         if root is None or value is None or self.function_mode:
             return
+        inner = self.builtin_source(container)
+        if inner is not None:  # vars(o)["x"] = v: o holds v
+            for holder in sorted(self.roots_of(inner)):
+                self.link_values(holder, value)
+            return
         self.link_values(root, value)  # storing x into obj makes obj hold x
         held = self.held_effects(value)
         if held is not None:  # callbacks[name] = f: calling an item later runs f
@@ -109,3 +126,14 @@ class StoreEffects:
                 and node.func.name == "type" and len(node.args) == 1
                 and isinstance(node.args[0], nodes.Name)
                 and node.args[0].name in self.params[:1])
+
+
+def _element_pairs(target: nodes.NodeNG, value: nodes.NodeNG | None,
+                   ) -> list[tuple[nodes.NodeNG, nodes.NodeNG]] | None:
+    """`a, b = x, []`: the targets and the values they take, item by item (None when the
+    value is not a literal of the same length, or either side has a starred item)."""
+    if not isinstance(value, (nodes.Tuple, nodes.List)) or len(value.elts) != len(target.elts):
+        return None
+    if any(isinstance(e, nodes.Starred) for e in [*target.elts, *value.elts]):
+        return None
+    return list(zip(target.elts, value.elts, strict=True))

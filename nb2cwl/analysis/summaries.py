@@ -33,8 +33,13 @@ def summarize_function(
     cell_index: int,
     outer_locals: set[str],
     owner_class: str | None = None,
+    outer_params: tuple[str, ...] = (),
 ) -> FunctionSummary:
-    """The call-time effects of a function body on globals and on its parameters."""
+    """The call-time effects of a function body on globals and on its parameters.
+
+    `outer_params`: for a function defined in another, the outer one's parameters; a change
+    to one of them counts among `param_mutations` (the outer function maps it to its
+    caller's argument)."""
     from nb2cwl.analysis.walker import EffectWalker  # the walker summarises nested defs too
 
     args = node.args
@@ -45,8 +50,10 @@ def summarize_function(
         params.extend(a for a in (args.vararg, args.kwarg) if a)
     declared_global = {n for g in node.nodes_of_class(nodes.Global) for n in g.names
                        if g.scope() is node}
-    local_names = (set(node.locals) - declared_global) | outer_locals | set(params)
-    walker = EffectWalker(state, cell_index, None, local_names, tuple(params))
+    own_locals = set(node.locals) - declared_global
+    local_names = own_locals | outer_locals | set(params)
+    seen = [*params, *(p for p in outer_params if p not in own_locals and p not in params)]
+    walker = EffectWalker(state, cell_index, None, local_names, tuple(seen))
     walker.owner_class = owner_class
     if isinstance(node, nodes.Lambda):
         walker.expression(node.body)
@@ -63,7 +70,7 @@ def summarize_function(
     positional, mutable = _defaults(args)
     roots: set[str] = set()
     for value in returned:
-        roots |= _returned_roots(value, walker)
+        roots |= _returned_roots(value, walker, node)
     retained = _retained(node, set(params)) if isinstance(node, nodes.FunctionDef) else set()
     return FunctionSummary(
         name, cell_index, walker.fx, tuple(params), frozenset(walker.param_mutations),
@@ -74,12 +81,36 @@ def summarize_function(
         mutates_class=walker.class_mutated)
 
 
-def _returned_roots(value: nodes.NodeNG, walker: EffectWalker) -> set[str]:
-    """Names (globals or parameters) whose objects a return statement may hand back."""
+def _returned_roots(value: nodes.NodeNG, walker: EffectWalker,
+                    function: nodes.FunctionDef | nodes.Lambda) -> set[str]:
+    """Names (globals or parameters) whose objects a return statement may hand back: what
+    the value holds (through the calls it makes: `Recorder(data)`, `helper(data)`), and the
+    outer names a returned closure refers to (`return lambda: len(items)`)."""
+    direct = walker.roots_of(value) | _closure_roots(value, function)
     roots = set()
-    for root in value_roots(value):
+    for root in direct:
         roots |= walker.local_aliases.get(root, set()) | {root}
     return roots
+
+
+def _closure_roots(value: nodes.NodeNG, function: nodes.FunctionDef | nodes.Lambda,
+                   ) -> set[str]:
+    """The names of `function`'s own scope that the closures a returned value holds refer
+    to: a lambda in it, or a function defined in `function` and returned by name."""
+    nested: dict[str, nodes.NodeNG] = {
+        d.name: d for d in function.nodes_of_class((nodes.FunctionDef, nodes.AsyncFunctionDef))
+        if d is not function and d.parent.scope() is function}
+    closures = [*value.nodes_of_class(nodes.Lambda)]
+    closures += [nested[n.name] for n in value.nodes_of_class(nodes.Name) if n.name in nested]
+    if isinstance(value, nodes.Lambda):
+        closures.append(value)
+    scope = set(function.locals)
+    found: set[str] = set()
+    for closure in closures:
+        for name in closure.nodes_of_class(nodes.Name):
+            if name.name in scope and name.lookup(name.name)[0] is function:
+                found.add(name.name)
+    return found
 
 
 def _retained(node: nodes.FunctionDef, params: set[str]) -> set[str]:

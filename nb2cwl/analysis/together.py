@@ -50,14 +50,22 @@ def kept_together(cells: list[CellAnalysis]) -> list[KeptTogether]:
             if last > analysis.cell.index:
                 ranges.append(KeptTogether(analysis.cell.index, last,
                                            [_reason(analysis, 0, why)]))
-        for line, view, base in fx.views:
+        for line, view, base, kind in fx.views:
             last = _view_range(later[1:], {view, base})
             if last is not None:
                 ranges.append(KeptTogether(analysis.cell.index, last, [_reason(
-                    analysis, line, f"{view} is a view of the array {base}, and a later cell "
-                                    "changes one of them through the other; arrays are saved "
-                                    "one by one, so a step boundary would part them")]))
+                    analysis, line, _VIEW_REASONS[kind].format(view=view, base=base))]))
     return _merged(ranges)
+
+
+_VIEW_REASONS = {
+    "array": "{view} is a view of the array {base}, and a later cell changes one of them "
+             "through the other; arrays are saved one by one, so a step boundary would part "
+             "them",
+    "mapping": "{view} is a live view of the dict {base}, and a later cell changes it; a "
+               "view saved and loaded shows a copy of its dict, so a step boundary would part "
+               "them",
+}
 
 
 def _uncarried(fx: Effects) -> list[tuple[str, str]]:

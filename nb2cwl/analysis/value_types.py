@@ -57,6 +57,12 @@ class ValueTypes:
                 return "builtins.str"
         if isinstance(value, nodes.Const):
             return f"builtins.{type(value.value).__name__}"
+        if isinstance(value, nodes.Call) and isinstance(value.func, nodes.Attribute) and (
+                value.func.attrname in kb.HOLDING_METHODS):  # df.groupby("k"), s.rolling(3)
+            root = root_name(value.func.expr)
+            if root and (self.state.types.get(root, "").startswith("pandas.")
+                         or "pandas" in self.state.families.get(root, ())):
+                return kb.HOLDING_METHODS[value.func.attrname]
         if isinstance(value, (nodes.Call, nodes.Subscript, nodes.Attribute)):
             # a method result, item or column of an array or frame is again one
             root = root_name(value)

@@ -17,12 +17,12 @@ from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.call_effects import CallEffects
-from nb2cwl.analysis.effects import Effects
+from nb2cwl.analysis.effects import Effects, FunctionSummary
 from nb2cwl.analysis.file_effects import FileEffects, looks_like_path
 from nb2cwl.analysis.library_effects import LibraryEffects
 from nb2cwl.analysis.magic_effects import MagicEffects
 from nb2cwl.analysis.name_effects import NameEffects
-from nb2cwl.analysis.names import BUILTIN_NAMES, item_bindings, root_name
+from nb2cwl.analysis.names import BUILTIN_NAMES, fresh_items, item_bindings, root_name
 from nb2cwl.analysis.state import NamespaceState
 from nb2cwl.analysis.store_effects import StoreEffects
 from nb2cwl.analysis.summaries import default_roots, summarize_class, summarize_function
@@ -56,6 +56,9 @@ class EffectWalker(NameEffects, StoreEffects, CallEffects, LibraryEffects, Magic
         self.param_mutations: set[str] = set()
         self.local_aliases: dict[str, set[str]] = {}
         self.item_roots: dict[str, set[str]] = {}  # comprehension variable -> its collections
+        self.figure_names: set[str] = set()  # bound to parts of the cell's current figure
+        # what the decorators (or a base's __init_subclass__) of a def or class changed
+        self.defining_changes: set[str] = set()
         self.owner_class: str | None = None  # the class whose method this body is
         self.class_mutated = False  # the method changes its class's own attributes
         self._applying: set[str] = set()
@@ -154,9 +157,12 @@ class EffectWalker(NameEffects, StoreEffects, CallEffects, LibraryEffects, Magic
 
     def _stmt_FunctionDef(self, node: nodes.FunctionDef) -> None:
         self._definition_time(node)
-        summary = summarize_function(node, self.state, self.cell_index, self._outer_locals())
+        summary = summarize_function(node, self.state, self.cell_index, self._outer_locals(),
+                                     outer_params=self.params)
         self.write(node.name, None)
-        if not self.function_mode:
+        if self.function_mode:
+            self._nested(summary, node.lineno or 0)
+        else:
             self.state.functions[node.name] = summary
             for held in sorted(default_roots(node) - set(self.state.imports)):
                 if held not in self.state.functions:  # def f(x, rng=rng): f keeps rng
@@ -168,7 +174,12 @@ class EffectWalker(NameEffects, StoreEffects, CallEffects, LibraryEffects, Magic
     def _stmt_ClassDef(self, node: nodes.ClassDef) -> None:
         self._definition_time(node)
         for base in node.bases:
+            before = set(self.fx.mutates)
             self.expression(base)
+            summary = self.state.functions.get(base.name) if isinstance(
+                base, nodes.Name) else None
+            if summary is not None and "__init_subclass__" in summary.methods:
+                self.defining_changes |= self.fx.mutates - before  # a registry of subclasses
         for keyword in node.keywords or ():
             self.expression(keyword.value)
         summary = summarize_class(node, self.state, self.cell_index, self)
@@ -181,8 +192,11 @@ class EffectWalker(NameEffects, StoreEffects, CallEffects, LibraryEffects, Magic
 
     def _definition_time(self, node: nodes.FunctionDef | nodes.ClassDef) -> None:
         if node.decorators is not None:
+            before = set(self.fx.mutates)
             for decorator in node.decorators.nodes:
                 self.expression(decorator)
+            if not self.function_mode:  # @register("name"): applying it fills a registry
+                self.defining_changes |= self.fx.mutates - before
         args = getattr(node, "args", None)
         if isinstance(args, nodes.Arguments):
             for default in [*(args.defaults or []), *(d for d in args.kw_defaults or [] if d)]:
@@ -192,7 +206,14 @@ class EffectWalker(NameEffects, StoreEffects, CallEffects, LibraryEffects, Magic
         self.expression(node.iter)
 
         def body() -> None:
-            self.target(node.target, node.iter)
+            if fresh_items(node.iter):  # for key, group in df.groupby("k"): new frames
+                self.target(node.target, None, iterated=True)
+                families = self.families_of(node.iter)
+                for name in node.target.nodes_of_class(nodes.AssignName):
+                    if not self.function_mode and families:
+                        self.state.families[name.name] = families
+            else:
+                self.target(node.target, node.iter, iterated=True)
             self.statements(node.body)
             self.statements(node.orelse)
 
@@ -270,6 +291,13 @@ class EffectWalker(NameEffects, StoreEffects, CallEffects, LibraryEffects, Magic
 
         self._conditional(cases)
 
+    def _nested(self, summary: FunctionSummary, line: int) -> None:
+        """A function defined inside a function may run whenever the outer one has run (it is
+        returned, registered, called): its effects count as the outer function's, those on
+        the outer function's parameters included (a decorator factory filling a registry)."""
+        self.apply_effects(summary.effects, f"call of {summary.name}")
+        self.param_mutations |= summary.param_mutations & set(self.params)
+
     def _outer_locals(self) -> set[str]:
         return set(self.locals) if self.function_mode else set()
 
@@ -290,12 +318,15 @@ class EffectWalker(NameEffects, StoreEffects, CallEffects, LibraryEffects, Magic
         elif isinstance(node, nodes.Lambda):
             for default in node.args.defaults or []:
                 self.expression(default)
-            summary = summarize_function(node, self.state, self.cell_index, self._outer_locals())
+            summary = summarize_function(node, self.state, self.cell_index, self._outer_locals(),
+                                         outer_params=self.params)
             for read in sorted(summary.effects.reads):
                 self.read(read)
             for mutated in sorted(summary.effects.mutates):
                 self.mutate(mutated, node.lineno, "lambda")
             self.fx.rng |= summary.effects.rng
+            if self.function_mode:
+                self.param_mutations |= summary.param_mutations & set(self.params)
         elif isinstance(node, (nodes.ListComp, nodes.SetComp, nodes.DictComp,
                                nodes.GeneratorExp)):
             self.comprehension(node)

@@ -182,12 +182,15 @@ def file_producers(workflow: Workflow, step: Step) -> list[str]:
 
 
 def _visible_definitions(workflow: Workflow, step: Step) -> list[dict]:
+    """The definitions of the step's cells and those before them: what it may replay, and
+    what it pickles by name (a later step replays the class an instance needs, so an enum
+    member made in the same cell as its class stays that class's member)."""
     last = step.cells[-1].index
     return [
         {"key": r.key, "cell": r.cell_index, "names": list(r.names), "code": r.code,
          "requires": list(r.requires), **({"parameter": r.parameter} if r.parameter else {})}
         for r in workflow.replays
-        if r.cell_index < last or r.key in step.replay
+        if r.cell_index <= last or r.key in step.replay
     ]
 
 

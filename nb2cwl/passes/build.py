@@ -262,7 +262,8 @@ def _make_step(
                    f"nb2cwl:step={', '.join(tags)}", *kept)
     else:
         reasons = kept
-    kept_groups = tuple(g for g in sorted(groups) if len(set(g) & outputs) > 1)
+    # whole groups: a split must know every name a change after its loop reaches
+    kept_groups = tuple(g for g in sorted(groups) if set(g) & outputs)
     plan = _plan(cells[0].analysis.skeleton) if len(cells) == 1 else None
     training = None if name == WHOLE_NOTEBOOK else _training(cells, flow)
     gpus = max(c.analysis.directives.gpus for c in cells)  # Kale's limit:nvidia.com/gpu:N

@@ -61,8 +61,9 @@ def _rewrite(step: Step, plan) -> tuple[Step, Step, Step]:
                       | _rng(step) | _bound_before_read_after(plan))
                      - set(plan.loop_locals) - {"__nb2cwl_item__"} - set(PSEUDO))
                     | set(plan.keep_locals))
+    # the values it hands on that share objects go in one file, as the cell's own would
     split = replace(step, name=f"{step.name}_split", outputs=(*handed, CHUNKS, PREFIX),
-                    role="split", alias_groups=(), defines=(), reasons=(
+                    role="split", defines=(), reasons=(
                         f"line {plan.line}: {plan.form}: runs the code before it and cuts the "
                         "collection into chunks",))
     own = StepInput

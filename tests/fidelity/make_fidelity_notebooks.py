@@ -303,6 +303,135 @@ notebook("aliasing_iterators", ("aliasing-objects",))([
     "print(rows)",
 ])
 
+# Objects reachable from others: a step boundary (after a scattered loop of slow calls, or
+# between every cell) must hand them on together, or keep the cells together.
+
+notebook("aliasing_figure_parts", ("aliasing-objects", "matplotlib-figures"),
+         ("matplotlib",))([
+    "md:# Random walks, drawn over several cells",
+    "%matplotlib inline\nimport time\nimport numpy as np\nimport matplotlib.pyplot as plt\n\n"
+    "def simulate(seed):\n    time.sleep(0.3)  # one slow simulation run\n"
+    "    return np.random.default_rng(seed).normal(size=40).cumsum().round(3)\n\n"
+    "fig, (ax_runs, ax_final) = plt.subplots(1, 2, figsize=(6, 2.5))\n"
+    "ax_runs.set_title('runs')\nax_final.set_title('final values');",
+    "runs = [simulate(seed) for seed in range(6)]",
+    "for run in runs:\n    ax_runs.plot(run, alpha=0.5)\n"
+    "mean_line, = ax_runs.plot(np.mean(runs, axis=0), color='black', linewidth=2)",
+    "ax_final.hist([run[-1] for run in runs], bins=4)\nmean_line.set_linestyle('--')",
+    "checks = [simulate(seed) for seed in range(6, 12)]",
+    "fig.suptitle('Random walks')\nfig",
+    "print(len(ax_runs.lines), mean_line.get_linestyle(), mean_line.axes is ax_runs)",
+])
+
+notebook("aliasing_closures", ("aliasing-objects",))([
+    "md:# Counters that remember their list",
+    "import time\n\ndef fetch(i):\n    time.sleep(0.3)  # a slow sensor read\n"
+    "    return round(1.5 * i + 0.25, 2)\n\ndef make_counter(items):\n"
+    "    return lambda: len(items)\n\ndef make_summary(values):\n    def summary():\n"
+    "        return f'{len(values)} readings, mean {sum(values) / len(values):.2f}'\n"
+    "    return summary",
+    "readings = []\ncount = make_counter(readings)\nsummary = make_summary(readings)",
+    "for i in range(6):\n    readings.append(fetch(i))",
+    "print(count())\nsummary()",
+])
+
+notebook("aliasing_dict_views", ("aliasing-objects",))([
+    "md:# Model scores collected in a dict",
+    "import time\n\ndef fit_model(name):\n    time.sleep(0.3)  # a slow fit\n"
+    "    return round(0.5 + len(name) / 20, 3)\n\nscores = {}\nmodel_names = scores.keys()",
+    "for name in ['ridge', 'lasso', 'svm', 'tree', 'knn', 'forest']:\n"
+    "    scores[name] = fit_model(name)",
+    "print(list(model_names))",
+    "values = scores.values()\npairs = scores.items()",
+    "for name in ['boosting', 'mlp']:\n    scores[name] = fit_model(name)",
+    "print(max(values), len(model_names))\nsorted(pairs, key=lambda p: (-p[1], p[0]))[:3]",
+])
+
+notebook("aliasing_library_holders", ("aliasing-objects", "realistic"), ("pandas", "sklearn"))([
+    "md:# Churn model: objects that keep what they are given",
+    "import time\nimport numpy as np\nimport pandas as pd\nfrom sklearn.pipeline import Pipeline\n"
+    "from sklearn.preprocessing import StandardScaler\n"
+    "from sklearn.linear_model import LogisticRegression\n\nrng = np.random.default_rng(7)\n"
+    "customers = pd.DataFrame({'segment': rng.choice(['a', 'b', 'c'], 60),\n"
+    "                          'tenure': rng.integers(1, 60, 60),\n"
+    "                          'spend': rng.gamma(2.0, 50.0, 60).round(2)})\n"
+    "customers['churned'] = (customers['spend'] < 80).astype(int)",
+    "by_segment = customers.groupby('segment')\nmonthly = customers['spend'].rolling(3)\n"
+    "scaler = StandardScaler()\n"
+    "model = Pipeline([('scale', scaler), ('clf', LogisticRegression())])",
+    "def slow_feature(i):\n    time.sleep(0.3)  # a slow lookup\n    return i * 2\n\n"
+    "lookups = [slow_feature(i) for i in range(6)]",
+    "customers['spend_per_month'] = (customers['spend'] / customers['tenure']).round(3)\n"
+    "customers.loc[0, 'spend'] = 1000.0",
+    "model.fit(customers[['tenure', 'spend']], customers['churned'])",
+    "more = [slow_feature(i) for i in range(6, 12)]",
+    "print(scaler.mean_.round(3), scaler.scale_.round(3))",
+    "monthly.mean().head(3).round(2)",
+    "by_segment[['spend', 'spend_per_month']].mean().round(2)",
+])
+
+notebook("aliasing_generator_shuffle", ("aliasing-objects", "python-numpy-random"))([
+    "md:# Shuffling with a seeded generator",
+    "import time\nimport random\nimport numpy as np\n\ndef load_shard(i):\n"
+    "    time.sleep(0.3)  # a slow read\n    return i\n\nrng = np.random.default_rng(2024)\n"
+    "sample_ids = np.arange(12)\nfold_names = ['a', 'b', 'c', 'd', 'e', 'f']",
+    "shards = [load_shard(i) for i in range(6)]",
+    "rng.shuffle(sample_ids)\nrandom.Random(5).shuffle(fold_names)",
+    "checks = [load_shard(i) for i in range(6, 12)]",
+    "train_ids, test_ids = sample_ids[:9], sample_ids[9:]\nprint(fold_names)\ntrain_ids, test_ids",
+])
+
+notebook("aliasing_registry_decorator", ("aliasing-objects",))([
+    "md:# Text cleaners registered by a decorator",
+    "import time\n\nCLEANERS = {}\n\ndef cleaner(name):\n    def register(fn):\n"
+    "        CLEANERS[name] = fn\n        return fn\n    return register\n\n"
+    "def fetch_page(i):\n    time.sleep(0.3)  # a slow download\n    return f'  Page {i} TEXT  '",
+    "pages = [fetch_page(i) for i in range(6)]",
+    "@cleaner('strip')\ndef strip_spaces(text):\n    return text.strip()",
+    "@cleaner('lower')\ndef lowercase(text):\n    return text.lower()",
+    "more_pages = [fetch_page(i) for i in range(6, 12)]",
+    "cleaned = pages + more_pages\nfor name, fn in sorted(CLEANERS.items()):\n"
+    "    cleaned = [fn(page) for page in cleaned]\nprint(sorted(CLEANERS))\ncleaned[:3]",
+])
+
+notebook("aliasing_unpacked_lists", ("aliasing-objects",))([
+    "md:# Training history in a dataclass",
+    "import time\nfrom dataclasses import dataclass\n\ndef train_epoch(epoch):\n"
+    "    time.sleep(0.3)  # one slow epoch\n    return round(1 / (epoch + 1), 4)\n\n"
+    "@dataclass\nclass History:\n    name: str\n    train: list\n    valid: list",
+    "train_losses, valid_losses = [], []\nhistory = History('baseline', train_losses, "
+    "valid_losses)",
+    "for epoch in range(6):\n    train_losses.append(train_epoch(epoch))",
+    "valid_losses.extend(round(loss * 1.1, 4) for loss in train_losses)",
+    "history",
+])
+
+notebook("aliasing_enum_identity", ("aliasing-objects",))([
+    "md:# Enums defined beside the values that use them",
+    "import enum\nimport time\n\nclass Stage(enum.Enum):\n    TRAIN = 'train'\n"
+    "    VALID = 'valid'\n\nclass Access(enum.IntFlag):\n    READ = 1\n    WRITE = 2\n\n"
+    "def process(i):\n    time.sleep(0.3)  # a slow batch\n    return i\n\n"
+    "current = Stage.TRAIN\naccess = Access.READ | Access.WRITE",
+    "batches = [process(i) for i in range(6)]",
+    "labels = {Stage.TRAIN: 'training', Stage.VALID: 'validation'}\n"
+    "print(labels.get(current, 'unknown'), current is Stage.TRAIN, Access.WRITE in access)",
+])
+
+notebook("aliasing_views_and_wrappers", ("aliasing-objects",), ("numpy",))([
+    "md:# Views and wrappers across cells",
+    "import numpy as np\nfrom collections import ChainMap\nfrom types import SimpleNamespace\n\n"
+    "signal = np.linspace(0.0, 1.0, 12)\nwindows = np.split(signal, 3)",
+    "signal -= signal.mean()",
+    "[window.round(3) for window in windows]",
+    "defaults = {'lr': 0.1, 'epochs': 5}\noverrides = {}\nconfig = ChainMap(overrides, defaults)\n"
+    "log = []\nrun = SimpleNamespace(config=config, log=log)",
+    "defaults['epochs'] = 10\nlog.append('started')",
+    "print(config['epochs'], run.log)",
+    "class Settings:\n    pass\n\nsettings = Settings()",
+    "vars(settings).update(seed=42)\nvars(settings)['debug'] = False",
+    "settings.seed, settings.debug",
+])
+
 notebook("known_gaps_functions", ("known-gaps",))([
     "import functools\n\n@functools.lru_cache(maxsize=None)\ndef fib(n):\n"
     "    return n if n < 2 else fib(n - 1) + fib(n - 2)",

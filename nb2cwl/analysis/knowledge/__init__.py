@@ -15,14 +15,19 @@ from nb2cwl.analysis.knowledge.deep_learning import TENSORFLOW, TORCH
 from nb2cwl.analysis.knowledge.model import REPLAY, TOGETHER, FileCall, Library, StateKind
 from nb2cwl.analysis.knowledge.numpy import NUMPY, VIEW_METHODS
 from nb2cwl.analysis.knowledge.others import LIBRARIES as OTHERS
-from nb2cwl.analysis.knowledge.pandas import PANDAS, RANDOM_METHODS
+from nb2cwl.analysis.knowledge.pandas import (
+    HOLDING_ATTRIBUTES,
+    HOLDING_METHODS,
+    PANDAS,
+    RANDOM_METHODS,
+)
 from nb2cwl.analysis.knowledge.plotting import MATPLOTLIB, SEABORN
 from nb2cwl.analysis.knowledge.python import (
+    ARGUMENT_MUTATING_METHODS,
     CONSTRUCTOR_TYPES,
     FILE_METHODS,
     IMMUTABLE_TYPES,
     ITERATOR_FACTORIES,
-    KNOWN_TYPES,
     LOOP_STATE_CALLS,
     MUTATING_METHODS,
     OPAQUE_IO_FUNCTIONS,
@@ -37,12 +42,17 @@ from nb2cwl.analysis.knowledge.python import (
     STORING_METHODS,
     TYPE_MUTATING_METHODS,
     UNSERIALIZABLE_CONSTRUCTORS,
+    WEAK_REFERENCES,
 )
+from nb2cwl.analysis.knowledge.python import KNOWN_TYPES as _BUILTIN_KNOWN_TYPES
 from nb2cwl.analysis.knowledge.science import JOBLIB, SCIPY, SKLEARN, STATSMODELS
 
 LIBRARIES: tuple[Library, ...] = (
     NUMPY, PANDAS, MATPLOTLIB, SEABORN, SKLEARN, SCIPY, STATSMODELS, JOBLIB, TENSORFLOW,
     TORCH, *OTHERS, STDLIB)
+
+#: Types whose methods are known: only MUTATING_METHODS (or inplace=True) modify them.
+KNOWN_TYPES = _BUILTIN_KNOWN_TYPES | frozenset(HOLDING_METHODS.values())
 
 _BY_MODULE: dict[str, Library] = {}
 for _library in reversed(LIBRARIES):  # a third-party entry wins over a stdlib name clash
@@ -54,6 +64,7 @@ MUTATING_FUNCTIONS: dict[str, tuple[int, ...]] = {
 FILE_FUNCTIONS: dict[str, FileCall] = {
     k: v for library in LIBRARIES for k, v in library.file_functions.items()}
 SHARING_FUNCTIONS = frozenset().union(*(library.sharing_functions for library in LIBRARIES))
+KEEPING_FUNCTIONS = frozenset().union(*(library.keeping_functions for library in LIBRARIES))
 #: Heavy packages astroid must not parse to infer types (seconds each); handled syntactically.
 INFERENCE_DENYLIST = frozenset(m for library in LIBRARIES if library.heavy
                                for m in library.modules)
@@ -86,6 +97,26 @@ def _by_prefix(table: str, qualified: str) -> object | None:
         if found is not None:
             return found
     return None
+
+
+def keeps_arguments(qualified: str | None) -> bool:
+    """Whether a call's result keeps (holds) its arguments themselves: a view of an array
+    (`np.split`), a container or wrapper (`ChainMap`, `SimpleNamespace`, `itertools.chain`),
+    or an object of a library whose classes keep what they are given (`Pipeline`)."""
+    if not qualified:
+        return False
+    if qualified in SHARING_FUNCTIONS or qualified in KEEPING_FUNCTIONS:
+        return True
+    library = library_of(qualified)
+    last = qualified.rsplit(".", 1)[-1]
+    return bool(library is not None and library.classes_keep_arguments
+                and last[:1].isupper())
+
+
+def results_linked(family: str | None) -> bool:
+    """Whether the objects of a library's results refer to each other (a figure and its
+    axes, an axis and its lines)."""
+    return any(library.linked_results and library.family == family for library in LIBRARIES)
 
 
 def state_set_by_call(qualified: str | None) -> StateKind | None:
@@ -123,12 +154,16 @@ def seed_of(qualified: str | None) -> str | None:
 
 
 __all__ = [
+    "ARGUMENT_MUTATING_METHODS",
     "CONSTRUCTOR_TYPES",
     "FILE_FUNCTIONS",
     "FILE_METHODS",
+    "HOLDING_ATTRIBUTES",
+    "HOLDING_METHODS",
     "IMMUTABLE_TYPES",
     "INFERENCE_DENYLIST",
     "ITERATOR_FACTORIES",
+    "KEEPING_FUNCTIONS",
     "KNOWN_TYPES",
     "LIBRARIES",
     "LOOP_STATE_CALLS",
@@ -150,11 +185,14 @@ __all__ = [
     "TYPE_MUTATING_METHODS",
     "UNSERIALIZABLE_CONSTRUCTORS",
     "VIEW_METHODS",
+    "WEAK_REFERENCES",
     "FileCall",
     "Library",
     "StateKind",
     "family_of",
+    "keeps_arguments",
     "library_of",
+    "results_linked",
     "seed_of",
     "state_object",
     "state_set_by_call", "state_stored_into",

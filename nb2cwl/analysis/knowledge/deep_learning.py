@@ -65,5 +65,9 @@ TORCH = Library(
         "backends.cudnn.benchmark")},
     draws=frozenset({"rng:random", "rng:numpy"}),
     file_functions={"torch.save": FileCall("w", 1, "f"), "torch.load": FileCall("r", 0, "f")},
+    # a tensor made from an array shares its memory; an optimizer keeps the model's
+    # parameters, a DataLoader its dataset, a Sequential its layers
+    sharing_functions=frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray"}),
+    classes_keep_arguments=True,
     heavy=True,
 )

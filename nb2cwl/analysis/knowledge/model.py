@@ -62,5 +62,14 @@ class Library:
     file_functions: Mapping[str, FileCall] = field(default_factory=dict)
     #: qualified functions whose result shares memory with an argument (np.asarray)
     sharing_functions: frozenset[str] = frozenset()
+    #: qualified calls whose result keeps its arguments (a Pipeline its estimators, a
+    #: ChainMap its dicts): a later change to an argument shows in the result, and back
+    keeping_functions: frozenset[str] = frozenset()
+    #: the library's classes keep their constructor arguments as given (scikit-learn's
+    #: estimators, PyTorch's optimizers): `Pipeline([("s", scaler)])` holds scaler itself
+    classes_keep_arguments: bool = False
+    #: the objects a call returns are parts of one whole that refer to each other (a figure
+    #: and its axes): names unpacked from one result share objects
+    linked_results: bool = False
     #: too big for astroid to parse when inferring types (seconds each)
     heavy: bool = False

@@ -35,10 +35,20 @@ NUMPY = Library(
         "numpy.swapaxes", "numpy.moveaxis", "numpy.atleast_1d", "numpy.atleast_2d",
         "numpy.atleast_3d", "numpy.broadcast_to", "numpy.diagonal", "numpy.real",
         "numpy.imag", "numpy.frombuffer", "numpy.lib.stride_tricks.as_strided",
-        "numpy.lib.stride_tricks.sliding_window_view",
+        "numpy.lib.stride_tricks.sliding_window_view", "numpy.lib.stride_tricks.broadcast_to",
+        # lists of views, and other views of their argument
+        "numpy.split", "numpy.array_split", "numpy.hsplit", "numpy.vsplit", "numpy.dsplit",
+        "numpy.unstack", "numpy.broadcast_arrays", "numpy.flip", "numpy.fliplr",
+        "numpy.flipud", "numpy.rot90", "numpy.diag", "numpy.permute_dims",
+        "numpy.matrix_transpose", "numpy.asmatrix", "numpy.require", "numpy.asfortranarray",
+        "numpy.asarray_chkfinite", "numpy.ma.array", "numpy.ma.masked_array",
+        "numpy.ma.MaskedArray", "numpy.ma.asarray", "numpy.ma.asanyarray",
     }),
+    # iterators and wrappers holding the array or the function given
+    keeping_functions=frozenset({"numpy.nditer", "numpy.ndenumerate", "numpy.vectorize",
+                                 "numpy.frompyfunc"}),
 )
 
 #: Methods of an array whose result is a view sharing its memory.
 VIEW_METHODS = frozenset({"view", "reshape", "ravel", "transpose", "swapaxes", "squeeze",
-                          "diagonal", "T", "real", "imag", "flat", "base"})
+                          "diagonal", "T", "mT", "real", "imag", "flat", "base"})

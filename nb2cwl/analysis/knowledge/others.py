@@ -22,7 +22,7 @@ LIBRARIES = (
     Library("imaging", ("cv2", "skimage", "imageio")),
     Library("graphs", ("networkx", "igraph")),
     Library("boosting", ("xgboost", "lightgbm", "catboost"), draws=frozenset({"rng:numpy"}),
-            heavy=True),
+            classes_keep_arguments=True, heavy=True),
     Library("plotly", ("plotly",), global_objects={
         "plotly.io.renderers": PLOTLY_RENDERER, "plotly.io.templates": PLOTLY_RENDERER},
         heavy=True),

@@ -1,4 +1,5 @@
-"""pandas: display and computation options, file readers and writers."""
+"""pandas: display and computation options, file readers and writers, and the objects that
+hold a frame or series itself (a groupby, a rolling window, an accessor, a Styler)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,15 @@ PANDAS = Library(
 #: Methods of pandas objects that draw from NumPy's global generator unless given
 #: random_state (df.sample()).
 RANDOM_METHODS = frozenset({"sample"})
+
+#: Methods whose result holds the frame or series itself, not a copy: a later change to the
+#: frame (a new column) shows in it, even with copy-on-write. With the type of the result,
+#: whose methods compute new values and change nothing.
+HOLDING_METHODS: dict[str, str] = {
+    "groupby": "pandas.api.typing.DataFrameGroupBy", "rolling": "pandas.api.typing.Rolling",
+    "expanding": "pandas.api.typing.Expanding",
+    "ewm": "pandas.api.typing.ExponentialMovingWindow",
+    "resample": "pandas.api.typing.Resampler"}
+#: Attributes that hold the frame or series itself (accessors, indexers, the Styler).
+HOLDING_ATTRIBUTES = frozenset({"str", "dt", "cat", "sparse", "plot", "style", "loc", "iloc",
+                                "at", "iat"})

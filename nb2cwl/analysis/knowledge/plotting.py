@@ -1,4 +1,5 @@
-"""matplotlib and seaborn: rcParams, styles and themes, backends; figure files."""
+"""matplotlib and seaborn: rcParams, styles and themes, backends; figure files. A figure, its
+axes and their artists refer to each other: they are parts of one whole."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ MATPLOTLIB = Library(
         "matplotlib.pyplot.imread": FileCall("r", 0, "fname"),
         "matplotlib.pyplot.imsave": FileCall("w", 0, "fname"),
     },
+    linked_results=True,
     heavy=True,
 )
 
@@ -37,5 +39,7 @@ SEABORN = Library(
     settings={f"seaborn.{name}": RC for name in (
         "set", "set_theme", "set_style", "set_context", "set_palette", "set_color_codes",
         "reset_defaults", "reset_orig")},
+    classes_keep_arguments=True,  # FacetGrid(df) holds df
+    linked_results=True,
     heavy=True,
 )

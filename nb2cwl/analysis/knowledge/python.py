@@ -18,6 +18,10 @@ MUTATING_METHODS = frozenset(
     }
 )
 
+#: Methods that modify an argument whatever the receiver: a random generator's shuffle
+#: (`np.random.default_rng(0).shuffle(x)`, `random.Random(1).shuffle(x)`), by position.
+ARGUMENT_MUTATING_METHODS: dict[str, tuple[int, ...]] = {"shuffle": (0,)}
+
 #: Methods that put their argument into the receiver (a later change to it changes both).
 STORING_METHODS = frozenset({"append", "add", "extend", "insert", "update", "setdefault",
                              "appendleft", "extendleft", "put", "push", "register"})
@@ -128,6 +132,28 @@ UNSERIALIZABLE_CONSTRUCTORS: dict[str, str] = {
     "tensorflow.data.Dataset.from_tensor_slices": "a tf.data.Dataset",
 }
 
+#: Weak references: they cannot be saved (or a proxy saves a copy of its object), so the
+#: cells from one that makes one to the last that uses it share a step.
+WEAK_REFERENCES = frozenset({
+    "weakref.ref", "weakref.proxy", "weakref.WeakMethod", "weakref.WeakValueDictionary",
+    "weakref.WeakKeyDictionary", "weakref.WeakSet", "weakref.finalize"})
+
+_ITERTOOLS = ("accumulate", "batched", "chain", "chain.from_iterable", "combinations",
+              "combinations_with_replacement", "compress", "cycle", "dropwhile", "filterfalse",
+              "groupby", "islice", "pairwise", "permutations", "product", "repeat", "starmap",
+              "takewhile", "tee", "zip_longest")
+
+#: Calls whose result holds the very objects passed to them (containers, views, wrappers,
+#: shallow copies, iterators over them, picks among them).
+_KEEPING = frozenset({
+    "types.SimpleNamespace", "types.MappingProxyType", "collections.ChainMap",
+    "collections.OrderedDict", "collections.defaultdict", "collections.deque",
+    "collections.UserDict", "collections.UserList", "copy.copy", "dataclasses.replace",
+    "functools.partial", "functools.partialmethod", "operator.methodcaller", "typing.cast",
+    "random.choice", "random.choices", "random.sample", "heapq.nlargest", "heapq.nsmallest",
+    "heapq.merge", "contextlib.closing", *(f"itertools.{name}" for name in _ITERTOOLS),
+    *WEAK_REFERENCES})
+
 #: Calls whose effect depends on what the same process did before: run in several processes,
 #: they behave differently (a warning is shown once per place and process).
 LOOP_STATE_CALLS = frozenset({"warnings.warn"})
@@ -177,6 +203,7 @@ STDLIB = Library(
         "bisect.insort": (0,), "bisect.insort_left": (0,), "bisect.insort_right": (0,),
         "setattr": (0,), "delattr": (0,),
     },
+    keeping_functions=_KEEPING,
     file_functions={
         "os.remove": FileCall("w", 0), "os.unlink": FileCall("w", 0),
         "os.makedirs": FileCall("w", 0, "name"), "os.mkdir": FileCall("w", 0, "path"),

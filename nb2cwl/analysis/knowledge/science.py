@@ -1,5 +1,7 @@
 """scikit-learn, SciPy, statsmodels: they draw from NumPy's global generator when no
-random_state is given; scikit-learn has a global configuration."""
+random_state is given; scikit-learn has a global configuration. Their classes keep the objects
+they are given: a Pipeline its estimators (fitting it fits them), a search its estimator, a
+statsmodels model its data, a KD-tree its points."""
 
 from __future__ import annotations
 
@@ -12,10 +14,14 @@ SKLEARN = Library(
     modules=("sklearn",),
     settings={"sklearn.set_config": SKLEARN_CONFIG},
     draws=frozenset({"rng:numpy"}),
+    keeping_functions=frozenset({"sklearn.pipeline.make_pipeline", "sklearn.pipeline.make_union",
+                                 "sklearn.compose.make_column_transformer"}),
+    classes_keep_arguments=True,
     heavy=True,
 )
-SCIPY = Library(family="scipy", modules=("scipy",), draws=frozenset({"rng:numpy"}), heavy=True)
+SCIPY = Library(family="scipy", modules=("scipy",), draws=frozenset({"rng:numpy"}),
+                classes_keep_arguments=True, heavy=True)
 STATSMODELS = Library(family="statsmodels", modules=("statsmodels",),
-                      draws=frozenset({"rng:numpy"}), heavy=True)
+                      draws=frozenset({"rng:numpy"}), classes_keep_arguments=True, heavy=True)
 JOBLIB = Library(family="joblib", modules=("joblib",), file_functions={
     "joblib.dump": FileCall("w", 1, "filename"), "joblib.load": FileCall("r", 0, "filename")})

@@ -17,17 +17,23 @@ from nb2cwl.analysis.walker import EffectWalker, TypeInferrer
 
 def isolated(parts: list[nodes.NodeNG], iterables: tuple[nodes.NodeNG, ...],
               state: NamespaceState, bound: set[str], infer: TypeInferrer | None,
-              statements: bool = False, targets: tuple[nodes.NodeNG, ...] = ()):
+              statements: bool = False, targets: tuple[nodes.NodeNG, ...] = (),
+              accumulators: frozenset[str] = frozenset()):
     """Effects of per-item code, walked on a copy of the namespace state.
 
     A loop variable refers to an item of its collection: changing the item through it
-    changes the collection, which all iterations share.
+    changes the collection, which all iterations share. What the items add to an
+    accumulator the gather adds, in order, to the accumulator itself, which it loads with
+    whatever shares its object (`count = make_counter(items)`): those are not changed by
+    the items (but reading one is reading the accumulator, see `accumulator_partners`).
     """
     scratch = NamespaceState(
         imports=dict(state.imports), functions=dict(state.functions),
         definitions=dict(state.definitions), const_strings=dict(state.const_strings),
         types=dict(state.types), aliases=copy.copy(state.aliases),
         star_imports=list(state.star_imports))
+    for name in accumulators:
+        scratch.unlink(name)
     for target, iterable in zip(targets, iterables, strict=False):
         for name, roots in item_bindings(target, iterable).items():
             for root in roots - set(state.imports):
@@ -42,6 +48,12 @@ def isolated(parts: list[nodes.NodeNG], iterables: tuple[nodes.NodeNG, ...],
         for part in parts:
             walker.expression(part)
     return walker.fx
+
+
+def accumulator_partners(accumulators: set[str], state: NamespaceState) -> dict[str, str]:
+    """Names sharing an object with an accumulator (`run = Run(losses)`), and which one."""
+    return {other: name for name in sorted(accumulators)
+            for other in state.alias_group(name) if other not in accumulators}
 
 
 def callees(parts: list[nodes.NodeNG], state: NamespaceState):

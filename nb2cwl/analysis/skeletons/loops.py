@@ -8,6 +8,7 @@ import ast
 from astroid import nodes
 
 from nb2cwl.analysis.skeletons.checks import (
+    accumulator_partners,
     check_effects,
     check_shared_results,
     data_reads,
@@ -69,7 +70,12 @@ def loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: Piece,
     shared_iterators(body, state, stmt.lineno, bound | locals_)
     stateful_callees(body, state, bound | locals_, stmt.lineno)
     fx = isolated(body, tuple(iterables), state, bound, infer, statements=True,
-                   targets=tuple(target_nodes))
+                   targets=tuple(target_nodes), accumulators=frozenset(accumulators))
+    partners = accumulator_partners(set(accumulators), state)
+    seen = sorted((fx.reads | read_by_callees(body, state)) & set(partners))
+    if seen:
+        raise Stop(stmt.lineno, f"the loop reads {seen[0]}, which shares its object with "
+                                f"{partners[seen[0]]}, which earlier iterations change")
     carried = (fx.reads & locals_) - bound
     if carried:
         name = sorted(carried)[0]

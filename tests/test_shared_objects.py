@@ -1,0 +1,204 @@
+"""Objects reachable from others, at the level of the analysis: a figure and its axes, a
+closure and its list, a dict and its views, a pipeline and its estimators, a registry and the
+functions a decorator put in it. A later change to one must reach the cells that read the
+others (they are handed on together), or the cells stay in one step; explain says which.
+
+The fidelity corpus (tests/fidelity/aliasing_*.ipynb) runs the same cases as workflows.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_analysis import data_inputs, effects, flow, make_notebook
+
+from nb2cwl.api import compile_notebook
+from nb2cwl.backends.step_scripts import step_spec
+from nb2cwl.options import CompileOptions
+
+PLT = "import matplotlib.pyplot as plt\n"
+SKLEARN = ("from sklearn.pipeline import Pipeline, make_pipeline\n"
+           "from sklearn.preprocessing import StandardScaler\n"
+           "from sklearn.model_selection import GridSearchCV\n"
+           "from sklearn.linear_model import LogisticRegression\n")
+FRAME = "import pandas as pd\ndf = pd.DataFrame({'k': ['a', 'b'], 'v': [1, 2]})\n"
+
+# (cells, reader, var, producer): the reader takes var from the cell that changed it
+SHARED = {
+    "figure and axes": ([PLT + "fig, ax = plt.subplots()", "ax.plot([1, 2])", "fig"],
+                        2, "fig", 1),
+    "figure and line": ([PLT + "fig, ax = plt.subplots()\nline, = ax.plot([1, 2])",
+                         "line.set_color('red')", "fig"], 2, "fig", 1),
+    "axes of a grid": ([PLT + "fig, (left, right) = plt.subplots(1, 2)", "right.bar([1], [2])",
+                        "fig"], 2, "fig", 1),
+    "current figure": ([PLT + "plt.plot([1, 2])\nax = plt.gca()\nfig = plt.gcf()",
+                        "ax.set_title('t')", "fig"], 2, "fig", 1),
+    "closure over an argument": (["def make(items):\n    return lambda: len(items)",
+                                  "data = []\ncount = make(data)", "data.append(1)",
+                                  "print(count())"], 3, "count", 2),
+    "nested function returned": (["def make(values):\n    def mean():\n"
+                                  "        return sum(values) / len(values)\n    return mean",
+                                  "data = [1]\nmean = make(data)", "data.append(3)",
+                                  "print(mean())"], 3, "mean", 2),
+    "constructor call returned": (["class Box:\n    def __init__(self, items):\n"
+                                   "        self.items = items\n\n"
+                                   "def boxed(items):\n    return Box(items)",
+                                   "data = []\nbox = boxed(data)", "data.append(1)",
+                                   "print(box.items)"], 3, "box", 2),
+    "pipeline keeps its estimator": ([SKLEARN + "scaler = StandardScaler()\n"
+                                      "pipe = Pipeline([('s', scaler)])",
+                                      "pipe.fit([[1.0], [2.0]])", "print(scaler.mean_)"],
+                                     2, "scaler", 1),
+    "make_pipeline keeps its estimators": ([SKLEARN + "scaler = StandardScaler()\n"
+                                            "pipe = make_pipeline(scaler, LogisticRegression())",
+                                            "pipe.fit([[1.0], [2.0]], [0, 1])",
+                                            "print(scaler.mean_)"], 2, "scaler", 1),
+    "a search keeps its estimator": ([SKLEARN + "est = LogisticRegression()\n"
+                                      "search = GridSearchCV(est, {'C': [1.0]})",
+                                      "est.set_params(C=2.0)", "print(search.estimator)"],
+                                     2, "search", 1),
+    "groupby holds its frame": ([FRAME + "g = df.groupby('k')", "df['w'] = df['v'] * 2",
+                                 "g.sum()"], 2, "g", 1),
+    "rolling holds its series": ([FRAME + "s = df['v'].copy()\nr = s.rolling(2)",
+                                  "s.iloc[0] = 10", "r.mean()"], 2, "r", 1),
+    "a Styler holds its frame": ([FRAME + "styled = df.style", "df['w'] = 1", "styled"],
+                                 2, "styled", 1),
+    "a Styler's format returns the Styler": ([FRAME + "styled = df.style.format('{:.1f}')",
+                                              "df['w'] = 1.0", "styled"], 2, "styled", 1),
+    "generator shuffle": (["import numpy as np\nrng = np.random.default_rng(0)\n"
+                           "x = np.arange(5)", "rng.shuffle(x)", "x"], 2, "x", 1),
+    "Random shuffle": (["import random\nr = [1, 2, 3]", "random.Random(1).shuffle(r)", "r"],
+                       2, "r", 1),
+    "decorator registry": (["H = {}\ndef register(name):\n    def deco(f):\n"
+                            "        H[name] = f\n        return f\n    return deco",
+                            "@register('one')\ndef one():\n    return 1", "print(H)"],
+                           2, "H", 1),
+    "subclass registry": (["class Plugin:\n    registry = {}\n"
+                           "    def __init_subclass__(cls, **kw):\n"
+                           "        Plugin.registry[cls.__name__] = cls",
+                           "class Csv(Plugin):\n    pass", "print(Plugin.registry)"],
+                          2, "Plugin", 1),
+    "a function changing a global through a nested one": (
+        ["G = []\ndef outer():\n    def inner():\n        G.append(1)\n    inner()",
+         "outer()", "print(G)"], 2, "G", 1),
+    "unpacked literals": (["class Run:\n    def __init__(self, losses):\n"
+                           "        self.losses = losses",
+                           "losses, accs = [], []\nrun = Run(losses)", "losses.append(1)",
+                           "print(run.losses)"], 3, "run", 2),
+    "SimpleNamespace": (["from types import SimpleNamespace\nlog = []\n"
+                         "ns = SimpleNamespace(log=log)", "log.append(1)", "ns"], 2, "ns", 1),
+    "ChainMap": (["from collections import ChainMap\ndefaults = {'lr': 0.1}\n"
+                  "cfg = ChainMap({}, defaults)", "defaults['lr'] = 0.5", "cfg['lr']"],
+                 2, "cfg", 1),
+    "vars of an object": (["class O:\n    pass\no = O()", "vars(o)['x'] = 1", "o.x"],
+                          2, "o", 1),
+    "an item of a list copy": (["d = {'a': [1]}", "list(d.values())[0].append(2)", "print(d)"],
+                               2, "d", 1),
+}
+
+
+@pytest.mark.parametrize(("cells", "reader", "var", "producer"), SHARED.values(), ids=SHARED)
+def test_a_change_reaches_what_shares_the_object(tmp_path, cells, reader, var, producer):
+    df = flow(tmp_path, cells)
+    assert (var, producer) in data_inputs(df, reader), data_inputs(df, reader)
+
+
+# (cells, reader, var, producer): nothing is shared, the reader takes var where it was made
+APART = {
+    "split arrays are copies": (["import numpy as np\n"
+                                 "from sklearn.model_selection import train_test_split\n"
+                                 "X = np.ones((4, 2))\nX_train, X_test = train_test_split(X)",
+                                 "X_train[0] = 5", "print(X_test)"], 2, "X_test", 0),
+    "a list of keys": (["d = {'a': [1]}\nnames = list(d.keys())", "d['b'] = [2]",
+                        "print(names)"], 2, "names", 0),
+    "the groups of a groupby are new frames": ([FRAME + "parts = {}",
+                                                "for key, part in df.groupby('k'):\n"
+                                                "    parts[key] = part.copy()",
+                                                "print(df)"], 2, "df", 0),
+    "rows picked through .loc are a new frame": ([FRAME + "sub = df.loc[df.v > 1]",
+                                                 "sub['w'] = 1", "print(df)"], 2, "df", 0),
+    "a groupby's methods change nothing": ([FRAME + "g = df.groupby('k')", "g.sum()",
+                                            "print(df)"], 2, "df", 0),
+    "a string split": (["line = 'a=1'", "key, value = line.split('=')\nkeys = [key]",
+                        "keys.append('b')", "print(line)"], 3, "line", 0),
+}
+
+
+@pytest.mark.parametrize(("cells", "reader", "var", "producer"), APART.values(), ids=APART)
+def test_what_shares_nothing_stays_apart(tmp_path, cells, reader, var, producer):
+    df = flow(tmp_path, cells)
+    assert (var, producer) in data_inputs(df, reader), data_inputs(df, reader)
+
+
+def test_a_builtin_is_nobodys_alias(tmp_path):
+    df = flow(tmp_path, ["from collections import defaultdict\nindex = defaultdict(list)",
+                         "index['a'].append(1)", "x = list('ab')"])
+    assert "list" not in effects(df, 1).mutates
+    assert data_inputs(df, 2) == set()
+
+
+# --- kept together: what no pickle can carry -------------------------------------------
+
+KEPT = {
+    "a dict's keys": (["d = {}\nnames = d.keys()", "d['a'] = 1", "print(list(names))",
+                       "print('other')"], (0, 2), "live view of the dict d"),
+    "a dict's items": (["d = {}\npairs = d.items()", "d['a'] = 1", "print(list(pairs))"],
+                       (0, 2), "live view of the dict d"),
+    "np.split views": (["import numpy as np\na = np.arange(6.0)\nparts = np.split(a, 2)",
+                        "a[:] = 0", "print(parts[0])"], (0, 2), "view of the array a"),
+    "a weak reference": (["import weakref\nclass O:\n    pass\no = O()\nw = weakref.ref(o)",
+                          "o.x = 1", "print(w().x)"], (0, 2), "weak references"),
+}
+
+
+@pytest.mark.parametrize(("cells", "span", "why"), KEPT.values(), ids=KEPT)
+def test_what_cannot_be_saved_together_keeps_the_cells_together(tmp_path, cells, span, why):
+    df = flow(tmp_path, cells)
+    assert [(k.first, k.last) for k in df.together] == [span]
+    assert any(why in line for line in df.together[0].describe())
+
+
+def test_a_view_of_a_dict_never_changed_keeps_nothing_together(tmp_path):
+    df = flow(tmp_path, ["d = {'a': 1}\nnames = d.keys()", "print(list(names))"])
+    assert df.together == []
+
+
+# --- what explain says ---------------------------------------------------------------------
+
+def test_explain_says_why_unpacked_parts_travel_together(tmp_path):
+    df = flow(tmp_path, [PLT + "fig, ax = plt.subplots()", "ax.plot([1])", "fig"])
+    assert any("fig, ax are unpacked from one result of plt.subplots()" in note
+               for _, note in effects(df, 0).notes)
+    assert frozenset({"fig", "ax"}) in df.cell(1).analysis.alias_groups
+
+
+def test_a_registering_decorator_makes_the_function_a_value(tmp_path):
+    df = flow(tmp_path, ["H = {}\ndef register(name):\n    def deco(f):\n"
+                         "        H[name] = f\n        return f\n    return deco",
+                         "@register('one')\ndef one():\n    return 1", "print(one())"])
+    cell = df.cell(1).analysis
+    assert "one" not in cell.definitions and not cell.definition_only
+    assert any("defining one changes H" in note for _, note in cell.effects.notes)
+    assert ("one", 1) in data_inputs(df, 2)
+
+
+def test_a_plain_decorator_keeps_the_function_a_definition(tmp_path):
+    df = flow(tmp_path, ["import functools\ndef logged(f):\n    @functools.wraps(f)\n"
+                         "    def wrapper(*a):\n        return f(*a)\n    return wrapper",
+                         "@logged\ndef one():\n    return 1", "print(one())"])
+    assert "one" in df.cell(1).analysis.definitions
+
+
+def test_a_class_made_with_its_instances_is_pickled_by_name(tmp_path):
+    path = make_notebook(tmp_path, [
+        "import enum\nclass Split(enum.Enum):\n    TRAIN = 'train'\ncurrent = Split.TRAIN",
+        "print(current is Split.TRAIN)"])
+    workflow = compile_notebook(path, CompileOptions(granularity="cell"))
+    first = next(s for s in workflow.steps if s.cells[0].index == 0)
+    assert any("Split" in d["names"] for d in step_spec(workflow, first)["definitions"])
+
+
+def test_explain_says_what_a_library_object_keeps(tmp_path):
+    df = flow(tmp_path, [SKLEARN + "scaler = StandardScaler()\n"
+                                   "pipe = Pipeline([('s', scaler)])", "pipe.fit([[1.0]])"])
+    assert any("pipe may hold scaler (what Pipeline() keeps or returns)" in note
+               for _, note in effects(df, 0).notes)
