@@ -8,7 +8,9 @@ python3 -m venv .venv
 export PATH="$PWD/.venv/bin:$PATH"   # steps run `python3` from PATH: use this environment
 ruff check nb2cwl tests benchmarks
 status=0
-python -m pytest -q -p no:cacheprovider "$@" || status=$?
+# both cores: the tests that use the Slurm cluster or the Docker engine share one worker (the
+# engines start once), and a notebook's fidelity tests share one kernel run (conftest.py)
+python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup "$@" || status=$?
 if [ "$status" -eq 5 ]; then
     echo "no tests were collected" >&2
     exit 1

@@ -26,6 +26,20 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With pytest-xdist (scripts/test.sh runs -n 2 --dist loadgroup): every test of a real
+    engine on one worker, so that the Slurm cluster and the Docker engine start once; the
+    fidelity tests of one notebook on one worker, where one kernel run serves them all."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & {"slurm_cluster", "docker_engine"}:
+            item.add_marker(pytest.mark.xdist_group("engines"))
+        elif item.module is not None and item.module.__name__ == "test_fidelity":
+            case = getattr(item, "callspec", None)
+            name = case.params.get("case") if case is not None else None
+            item.add_marker(pytest.mark.xdist_group(f"fidelity-{getattr(name, 'file', name)}"))
+
+
 @pytest.fixture(autouse=True)
 def _python_on_path(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> None:
     """Steps run `python3` from PATH: make it the interpreter running the tests. And the

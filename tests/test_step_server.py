@@ -199,13 +199,15 @@ def test_without_a_server_or_with_another_runtime_the_step_runs_in_place(
     assert declined.returncode == 0 and "ran-in-place" in out, err
 
 
-def _forkservers() -> set[int]:
+def _forkservers(under: Path) -> set[int]:
+    """The step servers working in `under` (a run's output folder: not other tests' runs)."""
     found = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                    if b"nb2cwl_runtime.forkserver" in handle.read():
+                    if b"nb2cwl_runtime.forkserver" in handle.read() and os.readlink(
+                            f"/proc/{entry}/cwd").startswith(str(under)):
                         found.add(int(entry))
             except OSError:
                 continue
@@ -224,7 +226,7 @@ def test_nb2cwl_run_starts_local_steps_from_its_server_and_stops_it(tmp_path: Pa
                                  "language": "python"}
     path = tmp_path / "served.ipynb"
     nbformat.write(nb, path)
-    before = _forkservers()
+    before = _forkservers(tmp_path)
     old = os.environ["PATH"]
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + old
     try:
@@ -236,7 +238,7 @@ def test_nb2cwl_run_starts_local_steps_from_its_server_and_stops_it(tmp_path: Pa
     # a child of the server: forked from an interpreter that imported site (a step process
     # of its own starts with -S and imports site only when it runs the step itself)
     assert executed.cells[1].outputs[0]["text"] == "42 True 0\n"
-    assert _forkservers() <= before  # gone with the run
+    assert _forkservers(tmp_path) <= before  # gone with the run
     tool = (tmp_path / "wf" / "tools" / "cell_1.cwl").read_text()
     assert "- -S" in tool
 

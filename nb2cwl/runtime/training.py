@@ -34,6 +34,7 @@ import datetime
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -695,5 +696,12 @@ def _unscaled_keras_losses() -> Iterator[None]:
 
 def _quiet_strategy(record: logging.LogRecord) -> bool:
     """Drop the strategy's own log lines ("Reduce to ... then broadcast", "Using
-    MirroredStrategy eagerly ..."): the cell shows what it shows in the kernel."""
-    return "/tensorflow/python/distribute/" not in record.pathname.replace("\\", "/")
+    MirroredStrategy eagerly ...", TensorFlow's retracing warnings about the strategy's own
+    functions): the cell shows what it shows in the kernel."""
+    if "/tensorflow/python/distribute/" in record.pathname.replace("\\", "/"):
+        return False
+    return _STRATEGY_CODE.search(record.getMessage()) is None
+
+
+_STRATEGY_CODE = re.compile(r"\b(?:CollectiveAllReduce|MirroredStrategy|"
+                            r"MultiWorkerMirroredStrategy|_batch_all_gather|cross_device_ops)\b")
