@@ -586,7 +586,10 @@ def test_each_value_of_the_per_batch_code_has_a_kind(expression: str, kind: str)
     """E per example, S a sum over the batch, M a mean over it, U unknown (batch_kinds)."""
     import ast
 
-    from nb2cwl.passes.batch_kinds import Program, ReplicaCode, Scope, Unit
+    from nb2cwl.passes.batch_kinds.program import Program
+    from nb2cwl.passes.batch_kinds.replica_code import ReplicaCode
+    from nb2cwl.passes.batch_kinds.scope import Scope
+    from nb2cwl.passes.batch_kinds.unit import Unit
 
     unit = Unit("cell:0", 0, KINDS_PRELUDE + f"value = {expression}\n")
     analysis = ReplicaCode(Program([unit]), set(), recording=False)

@@ -4,7 +4,8 @@ The same walker analyses notebook cells (module scope, where every name is globa
 function bodies (where it separates locals from globals and parameters). Function bodies are
 summarised where they are defined and their effects applied where they are used, because a
 function sees the globals as they are when it is called (late binding). The rules live in
-mixins, one concept each: names (name_effects), stores into objects (store_effects),
+mixins, one concept each: names (name_effects), what a bound value is (bound_values), the
+names that may share objects (shared_objects), stores into objects (store_effects),
 calls (call_effects), libraries and hidden state (library_effects), magics (magic_effects),
 files (file_effects) and value types (value_types).
 """
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterable
 from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
+from nb2cwl.analysis.bound_values import BoundValues
 from nb2cwl.analysis.call_effects import CallEffects
 from nb2cwl.analysis.effects import Effects, FunctionSummary
 from nb2cwl.analysis.file_effects import FileEffects, looks_like_path
@@ -23,6 +25,7 @@ from nb2cwl.analysis.library_effects import LibraryEffects
 from nb2cwl.analysis.magic_effects import MagicEffects
 from nb2cwl.analysis.name_effects import NameEffects
 from nb2cwl.analysis.names import BUILTIN_NAMES, fresh_items, item_bindings, root_name
+from nb2cwl.analysis.shared_objects import SharedObjects
 from nb2cwl.analysis.state import NamespaceState
 from nb2cwl.analysis.store_effects import StoreEffects
 from nb2cwl.analysis.summaries import default_roots, summarize_class, summarize_function
@@ -32,8 +35,8 @@ __all__ = ["BUILTIN_NAMES", "EffectWalker", "TypeInferrer"]
 TypeInferrer = Callable[[nodes.NodeNG], "str | None"]
 
 
-class EffectWalker(NameEffects, StoreEffects, CallEffects, LibraryEffects, MagicEffects,
-                   FileEffects, ValueTypes):
+class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEffects,
+                   LibraryEffects, MagicEffects, FileEffects, ValueTypes):
     """Walks statements in order and accumulates their Effects."""
 
     def __init__(

@@ -30,19 +30,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from nb2cwl.ir.model import CellCode, Step, TrainingPlan, Workflow
-from nb2cwl.passes.batch_kinds import (
-    COMBINE,
-    HELPER,
-    C,
-    E,
-    Program,
-    ReplicaCode,
-    Scope,
-    U,
-    Unit,
-    Unsafe,
-    names_read,
-)
+from nb2cwl.passes.batch_kinds.kinds import COMBINE, HELPER, C, E, U, Unsafe
+from nb2cwl.passes.batch_kinds.program import Program, names_read
+from nb2cwl.passes.batch_kinds.replica_code import ReplicaCode
+from nb2cwl.passes.batch_kinds.scope import Scope
+from nb2cwl.passes.batch_kinds.unit import Unit
 
 
 def prepare_training(workflow: Workflow, scale_learning_rate: bool = False) -> Workflow:

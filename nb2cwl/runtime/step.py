@@ -40,7 +40,7 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     """Run the step described by `spec`; return the process exit status."""
     plan = spec.get("training")
     if plan is not None and plan.get("distributed", True):
-        from .training import launch_workers
+        from .training_workers import launch_workers
 
         status = launch_workers(argv)  # one worker per node, or just this one
         if status is not None:

@@ -1,0 +1,159 @@
+"""Start a training step's worker processes, and describe the cluster they form.
+
+The launcher (`launch_workers`) starts one worker per Slurm task with `srun`, or
+NB2CWL_LOCAL_WORKERS=N local processes joined through TF_CONFIG on localhost; a worker that
+fails has the others killed, and a worker whose peers never arrive gives up after
+NB2CWL_RENDEZVOUS_TIMEOUT seconds (default 300), since TensorFlow would wait an hour.
+
+Imports nothing from nb2cwl.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+WORKER_FLAG = "NB2CWL_WORKER"
+
+
+def launch_workers(argv: list[str]) -> int | None:
+    """Start this step's worker processes and wait for them; None when this process is the
+    only worker (or one of several already started)."""
+    if os.environ.get(WORKER_FLAG):
+        _enter_worker_directory(argv)
+        return None
+    tasks = int(os.environ.get("SLURM_NTASKS", "1") or 1)
+    if os.environ.get("SLURM_JOB_ID") and tasks > 1 and shutil.which("srun"):
+        command = ["srun", "--kill-on-bad-exit=1", f"--ntasks={tasks}",
+                   f"--export=ALL,{WORKER_FLAG}=1", sys.executable,
+                   os.path.abspath(sys.argv[0]), *argv]
+        return _wait_all([subprocess.Popen(command)])
+    local = int(os.environ.get("NB2CWL_LOCAL_WORKERS", "1") or 1)
+    if local > 1:
+        return _local_workers(local, argv)
+    return None
+
+
+def _local_workers(count: int, argv: list[str]) -> int:
+    ports = _free_ports(count)
+    cluster = {"worker": [f"localhost:{port}" for port in ports]}
+    script = os.path.abspath(sys.argv[0])
+    absolute = _absolute_paths(argv)
+    processes, scratch = [], []
+    for index in range(count):
+        env = dict(os.environ, **{WORKER_FLAG: "1", "TF_CONFIG": json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": index}})})
+        cwd = None
+        if index:  # other workers write their copies elsewhere: only the chief's are kept
+            cwd = tempfile.mkdtemp(prefix=f"nb2cwl-worker{index}-")
+            scratch.append(cwd)
+        processes.append(subprocess.Popen([sys.executable, script, *absolute], env=env,
+                                          cwd=cwd))
+    try:
+        return _wait_all(processes)
+    finally:
+        for folder in scratch:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _wait_all(processes: list[subprocess.Popen]) -> int:
+    """Wait for every worker; when one fails, kill the rest (they would wait for it)."""
+    try:
+        while True:
+            codes = [p.poll() for p in processes]
+            failed = [c for c in codes if c not in (None, 0)]
+            if failed:
+                for process in processes:
+                    if process.poll() is None:
+                        process.kill()  # SIGKILL: a waiting TensorFlow worker ignores SIGTERM
+                sys.stderr.write(f"nb2cwl: a training worker failed (exit {failed[0]}); "
+                                 "the other workers were stopped\n")
+                return failed[0] if failed[0] > 0 else 1
+            if all(c == 0 for c in codes):
+                return 0
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        for process in processes:
+            process.kill()
+        raise
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(("localhost", 0))
+            sockets.append(sock)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _enter_worker_directory(argv: list[str]) -> None:
+    """A Slurm worker other than the first runs in a scratch folder (its copies are dropped)."""
+    if int(os.environ.get("SLURM_PROCID", "0") or 0) == 0:
+        return
+    argv[:] = _absolute_paths(argv)
+    os.chdir(tempfile.mkdtemp(prefix="nb2cwl-worker-"))
+
+
+def _absolute_paths(argv: list[str]) -> list[str]:
+    """The step's arguments with relative paths made absolute (for a worker elsewhere)."""
+    return [os.path.abspath(a) if not a.startswith("--") and os.path.exists(a) else a
+            for a in argv]
+
+
+def is_chief() -> bool:
+    """True for the worker whose outputs the workflow keeps."""
+    config = json.loads(os.environ.get("TF_CONFIG", "{}") or "{}")
+    index = config.get("task", {}).get("index", 0)
+    return index == 0 and int(os.environ.get("SLURM_PROCID", "0") or 0) == 0
+
+
+def worker_count() -> int:
+    config = json.loads(os.environ.get("TF_CONFIG", "{}") or "{}")
+    workers = len(config.get("cluster", {}).get("worker", []))
+    if workers:
+        return workers
+    if os.environ.get(WORKER_FLAG) and os.environ.get("SLURM_STEP_NUM_TASKS"):
+        return int(os.environ["SLURM_STEP_NUM_TASKS"])
+    return 1
+
+
+def port_base() -> int:
+    return 20000 + int(os.environ.get("SLURM_JOB_ID", "0")) % 10000 * 4
+
+
+def slurm_tf_config() -> dict[str, Any]:
+    """TF_CONFIG for the Slurm step this worker is a task of (one port per task)."""
+    hosts = subprocess.run(["scontrol", "show", "hostnames",
+                            os.environ["SLURM_STEP_NODELIST"]], capture_output=True,
+                           text=True, check=True).stdout.split()
+    per_node = _tasks_per_node(os.environ.get("SLURM_STEP_TASKS_PER_NODE", "1"), len(hosts))
+    base = port_base()
+    workers = [f"{host}:{base + local}" for host, count in zip(hosts, per_node, strict=True)
+               for local in range(count)]
+    return {"cluster": {"worker": workers},
+            "task": {"type": "worker", "index": int(os.environ["SLURM_PROCID"])}}
+
+
+def _tasks_per_node(text: str, nodes: int) -> list[int]:
+    """Slurm's `2(x3),1` as [2, 2, 2, 1]."""
+    counts: list[int] = []
+    for part in text.split(","):
+        if "(x" in part:
+            value, repeat = part.split("(x")
+            counts += [int(value)] * int(repeat.rstrip(")"))
+        else:
+            counts.append(int(part))
+    return counts[:nodes] if len(counts) >= nodes else counts + [1] * (nodes - len(counts))
+
