@@ -82,6 +82,7 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
                     notebook.location(cell), "note"))
     active = [c for c in notebook.code_cells if not directives[c.index].skip]
     module, spans, offsets = _whole_module(active, notebook.path)
+    line_counts = {c.index: c.code.count("\n") + 1 for c in active}
     inferrer = AstroidInferrer()
     state = NamespaceState()
     results: list[CellAnalysis] = []
@@ -103,7 +104,7 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
             raise AnalysisError("the cell is nested too deeply to analyse; split it into "
                                 "smaller expressions or functions",
                                 notebook.location(cell)) from None
-        _origin(analysis, offsets, {c.index: c.code.count("\n") + 1 for c in active})
+        _origin(analysis, offsets, line_counts)
         _relative_lines(analysis, offset)
         functions.update(function_definitions(cell.code))
         analysis.seconds = estimate_cell(cell.code, functions)

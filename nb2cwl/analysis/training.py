@@ -8,6 +8,7 @@ to do with a training cell, and the step runtime carries it out.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -165,6 +166,18 @@ def _first_unplaced(body: list[nodes.NodeNG], qualify: Qualify) -> TrainingSite 
 
 
 def _imports_tensorflow(module: nodes.Module) -> bool:
+    """Whether the notebook (the whole module of its cells) imports TensorFlow anywhere;
+    found once per module: asked for every cell, the walk made compiling quadratic."""
+    known = _TENSORFLOW_IMPORTED.get(module)
+    if known is None:
+        known = _TENSORFLOW_IMPORTED[module] = _walk_for_tensorflow(module)
+    return known
+
+
+_TENSORFLOW_IMPORTED: weakref.WeakKeyDictionary[nodes.Module, bool] = weakref.WeakKeyDictionary()
+
+
+def _walk_for_tensorflow(module: nodes.Module) -> bool:
     for node in module.nodes_of_class((nodes.Import, nodes.ImportFrom)):
         names = [n for n, _ in node.names] if isinstance(node, nodes.Import) else [node.modname]
         if any(name.split(".")[0] in TENSORFLOW_MODULES for name in names):
