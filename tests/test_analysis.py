@@ -988,3 +988,16 @@ def test_whole_notebook_walks_happen_once_not_once_per_cell(tmp_path, monkeypatc
     analyse_notebook(read_notebook(make_notebook(
         tmp_path, ["import numpy as np"] + [f"v{i} = model{i}.fit(x)" for i in range(50)])))
     assert len(walks) == 1
+
+
+def test_an_enumerate_index_shares_nothing_with_the_collection(tmp_path):
+    """`for i, row in enumerate(rows)`: the index is a new int (a list it is stored in is
+    not changed when `rows` is), while `row` is an item of `rows` (a list holding it is)."""
+    df = flow(tmp_path, [
+        "rows = [[1], [2]]",
+        "indices, kept = [], []\nfor i, row in enumerate(rows):\n"
+        "    indices.append(i)\n    kept.append(row)",
+        "rows[0].append(3)",
+    ])
+    assert "kept" in effects(df, 2).mutates
+    assert "indices" not in effects(df, 2).mutates

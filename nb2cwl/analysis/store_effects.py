@@ -57,8 +57,10 @@ class StoreEffects:
                 for element, part in pairs:
                     self.target(element, part)
                 return
-            for element in node.elts:
-                self.target(element, value, iterated)
+            fresh_first = iterated and self._fresh_first_item(value)
+            for position, element in enumerate(node.elts):
+                self.target(element, None if fresh_first and position == 0 else value,
+                            iterated)
             if value is not None and not iterated:
                 self.link_parts(node, value)
         elif isinstance(node, nodes.Starred):
@@ -73,6 +75,13 @@ class StoreEffects:
             self._store_into(node.value, node.lineno, "item store", value)
         else:
             self.expression(node)
+
+    def _fresh_first_item(self, iterable: nodes.NodeNG | None) -> bool:
+        """`for i, x in enumerate(xs)`: the index is a new int, sharing nothing with `xs`
+        (linked to it, every list an index was later stored in joined `xs`'s group). A
+        mapping's keys may be objects of the notebook (hashable by identity): not these."""
+        return (isinstance(iterable, nodes.Call) and isinstance(iterable.func, nodes.Name)
+                and iterable.func.name == "enumerate" and "enumerate" not in self.state.bound)
 
     def _store_into(self, container: nodes.NodeNG, line: int, why: str,
                     value: nodes.NodeNG | None, attribute: str | None = None) -> None:
