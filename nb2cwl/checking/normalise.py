@@ -10,7 +10,8 @@
 - progress bars that rewrite their line with `\\r` (tqdm and the like): only what the line
   shows last is kept;
 - the times Keras' progress lines print (`2/2 ━━━━ 0s 12ms/step`), and the date matplotlib
-  writes into an SVG (`<dc:date>`);
+  writes into an SVG (`<dc:date>`), with the ids it derives from a random salt per process
+  (`<path id="m49509f6386"`, `#m49509f6386`, `url(#p1f2e3d4c5b)`);
 - the time and process id that C++ libraries' log lines start with (absl and glog's
   `I0000 00:00:1764102000.123456   4242 port.cc:153] ...`: TensorFlow's when it starts).
 
@@ -29,6 +30,7 @@ _RULES = [
     (re.compile(r"(?:/[^\s/:'\"]+)*/ipykernel_\d+/"), "<tmp>/ipykernel_PID/"),
     (re.compile(r"(?:\d+s )?\d+(?:\.\d+)?[mu]?s/(?:step|sample)"), "<time>/step"),
     (re.compile(r"<dc:date>[^<]*</dc:date>"), "<dc:date>DATE</dc:date>"),
+    (re.compile(r"(id=\"|#)([mp])[0-9a-f]{10}(?=[\")])"), r"\1\2SALTED"),
     (re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d+\.\d+ +\d+ ", re.MULTILINE),
      r"\1MMDD <time> <pid> "),
 ]
