@@ -773,6 +773,17 @@ notebook("figures_shown_later", ("matplotlib", "display"), ("matplotlib",))([
     "fig",
 ])
 
+notebook("figure_formats", ("matplotlib", "display", "ipython-settings"), ("matplotlib",))([
+    "md:# Vector figures for the report: set the inline formats once",
+    "%matplotlib inline\nimport math\nimport matplotlib.pyplot as plt\n"
+    "from matplotlib_inline.backend_inline import set_matplotlib_formats\n"
+    "set_matplotlib_formats('svg')",
+    "def objective(a):\n    total = 0.0\n    for k in range(3000):\n"
+    "        total += math.sin(a * k)\n    return round(total, 6)\n"
+    "values = [objective(a / 10) for a in range(1, 9)]\nprint(values[:3])",
+    "fig, ax = plt.subplots(figsize=(3, 2))\nax.plot([1, 3, 2])\nplt.show()",
+])
+
 notebook("shell_settings_and_future", ("ipython-settings", "compiler-flags"), ("pandas",))([
     "md:# Show every expression, and postponed annotations",
     "from __future__ import annotations\nfrom IPython.core.interactiveshell import "

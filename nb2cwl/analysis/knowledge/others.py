@@ -12,6 +12,10 @@ SYMPY_PRINTING = StateKind("sympy's printing", "sympy")
 POLARS_CONFIG = StateKind("polars' display configuration", "polars")
 XARRAY_OPTIONS = StateKind("xarray's options", "xarray")
 TRANSFORMERS_LOGGING = StateKind("transformers' logging verbosity", "transformers")
+#: the inline backend's figure formats (`set_matplotlib_formats('svg')`, as `%config
+#: InlineBackend.figure_formats`): every later figure shows in them
+INLINE_FIGURES = StateKind("the inline backend's figure formats (set_matplotlib_formats)",
+                           "matplotlib")
 
 LIBRARIES = (
     Library("tqdm", ("tqdm",)),
@@ -48,6 +52,14 @@ LIBRARIES = (
         seeds={"transformers.set_seed": "the random seeds transformers sets (including "
                                         "PyTorch's)"}, heavy=True),
     Library("ipython", ("IPython", "ipywidgets", "ipykernel", "matplotlib_inline"),
+            settings={name: INLINE_FIGURES for name in (
+                "matplotlib_inline.backend_inline.set_matplotlib_formats",
+                "matplotlib_inline.backend_inline.set_matplotlib_close",
+                "IPython.display.set_matplotlib_formats",
+                "IPython.display.set_matplotlib_close",
+                "IPython.core.display.set_matplotlib_formats",
+                "IPython.core.display.set_matplotlib_close",
+                "IPython.core.pylabtools.select_figure_formats")},
             global_objects={  # `InteractiveShell.ast_node_interactivity = "all"`, as %config
                 "IPython.core.interactiveshell.InteractiveShell": SHELL_SETTINGS,
                 "IPython.InteractiveShell": SHELL_SETTINGS,
