@@ -117,6 +117,21 @@ notebook("pandas_display_options", ("pandas-options",), ("pandas",))([
     "pd.reset_option('display.float_format')\nby_region",
 ])
 
+notebook("pandas_extensions", ("pandas-extensions",), ("pandas", "tqdm"))([
+    "md:# Methods added to pandas' classes: an accessor, tqdm's progress_apply",
+    "import math\nimport pandas as pd\nfrom tqdm import tqdm\ntqdm.pandas()",
+    DATA,
+    "def objective(a):\n    total = 0.0\n    for k in range(3000):\n"
+    "        total += math.sin(a * k)\n    return round(total, 6)\n"
+    "values = [objective(a / 10) for a in range(1, 9)]\nprint(values[:3])",
+    "print(sales['units'].progress_apply(lambda u: u * 2).sum())",
+    "@pd.api.extensions.register_dataframe_accessor('money')\nclass Money:\n"
+    "    def __init__(self, frame):\n        self._frame = frame\n\n"
+    "    def total(self):\n        return round(float(self._frame['revenue'].sum()), 2)",
+    "values = [objective(a / 20) for a in range(1, 9)]\nprint(values[:3])",
+    "print(sales.money.total())",
+])
+
 notebook("pandas_max_columns", ("pandas-options", "wide-dataframe"), ("pandas",))([
     "import pandas as pd\nimport numpy as np\npd.set_option('display.max_columns', 6)\n"
     "pd.set_option('display.width', 70)",

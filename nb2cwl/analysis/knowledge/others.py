@@ -11,6 +11,8 @@ BOKEH_OUTPUT = StateKind("bokeh's output target", "bokeh", TOGETHER)
 SYMPY_PRINTING = StateKind("sympy's printing", "sympy")
 POLARS_CONFIG = StateKind("polars' display configuration", "polars")
 XARRAY_OPTIONS = StateKind("xarray's options", "xarray")
+#: `tqdm.pandas()` adds progress_apply, progress_map, ... to pandas' classes
+TQDM_PANDAS = StateKind("pandas' classes (tqdm.pandas() adds progress_apply)", "pandas")
 TRANSFORMERS_LOGGING = StateKind("transformers' logging verbosity", "transformers")
 #: the inline backend's figure formats (`set_matplotlib_formats('svg')`, as `%config
 #: InlineBackend.figure_formats`): every later figure shows in them
@@ -18,7 +20,9 @@ INLINE_FIGURES = StateKind("the inline backend's figure formats (set_matplotlib_
                            "matplotlib")
 
 LIBRARIES = (
-    Library("tqdm", ("tqdm",)),
+    Library("tqdm", ("tqdm",), settings={
+        f"tqdm.{module}tqdm.pandas": TQDM_PANDAS for module in (
+            "", "auto.", "notebook.", "std.", "autonotebook.", "rich.", "asyncio.")}),
     Library("PIL", ("PIL",)),
     Library("requests", ("requests", "urllib3", "httpx")),
     Library("yaml", ("yaml", "ruamel")),
