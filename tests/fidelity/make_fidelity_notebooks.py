@@ -175,6 +175,15 @@ notebook("warnings_shown", ("warnings-filters",))([
     "print(legacy(3))",
 ])
 
+notebook("warnings_from_values", ("warnings-filters",))([
+    "md:# A warning raised in a function handed on as a value names the cell's file",
+    "import numpy as np\nsafe_log = lambda v: np.log(v)",
+    "import math\n\ndef objective(a):\n    total = 0.0\n    for k in range(3000):\n"
+    "        total += math.sin(a * k)\n    return round(total, 6)\n\n"
+    "values = [objective(a / 10) for a in range(1, 9)]\nprint(values[:3])",
+    "print(safe_log(np.array([0.0, 1.0, np.e])))",
+])
+
 notebook("logging_config", ("logging-config",))([
     "import logging\nlogging.basicConfig(level=logging.INFO, format='%(levelname)s "
     "%(name)s: %(message)s')\nlog = logging.getLogger('pipeline')",
