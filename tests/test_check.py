@@ -136,4 +136,18 @@ def test_normalisation_is_only_what_varies_by_nature() -> None:
     assert normalised("/tmp/ipykernel_4242/123.py:1: Warning") == (
         "<tmp>/ipykernel_PID/123.py:1: Warning")
     assert normalised(" 10%\r 50%\r100%\n") == "100%\n"
+    assert normalised("100%|##| 5/5 [00:00<00:00, 16474.09it/s]\n 20%|#| 1/5 [01:02<?, "
+                      "?it/s]") == "100%|##| 5/5 [<time>]\n 20%|#| 1/5 [<time>]"
+    svg = ('<dc:date>2026-01-01T00:00:00</dc:date><path id="m49509f6386" d="M 0 0"/>'
+           '<use xlink:href="#m49509f6386"/><g clip-path="url(#p0a1b2c3d4e)">')
+    assert normalised(svg) == ('<dc:date>DATE</dc:date><path id="mSALTED" d="M 0 0"/>'
+                               '<use xlink:href="#mSALTED"/><g clip-path="url(#pSALTED)">')
     assert normalised("0.30000000000000004") == "0.30000000000000004"  # numbers: exact
+
+
+def test_an_svg_figure_is_compared_as_normalised_text() -> None:
+    def figure(salt: str) -> list:
+        return [{"output_type": "display_data", "data": {
+            "image/svg+xml": f'<path id="m{salt}"/><use xlink:href="#m{salt}"/>',
+            "image/png": "iVBORw0KGgo="}}]
+    assert compare(entries(figure("49509f6386")), entries(figure("9b33bd847f"))).equal

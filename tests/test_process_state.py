@@ -33,6 +33,9 @@ REPLAYED = [
     ("%config InlineBackend.figure_format = 'retina'", ""),
     ("%load_ext autoreload\n%autoreload 2", ""),
     ("%precision 3", ""),
+    ("%matplotlib inline\nfrom matplotlib_inline.backend_inline import set_matplotlib_formats\n"
+     "set_matplotlib_formats('svg')", "matplotlib"),
+    ("import pandas as pd\nfrom tqdm.auto import tqdm\ntqdm.pandas()", "pandas"),
 ]
 
 
@@ -58,6 +61,9 @@ def test_a_logger_bound_to_a_name_is_replayed_with_its_binding(tmp_path):
     "import pandas as pd\nDEBUG = True\nif DEBUG:\n    pd.set_option('display.max_rows', 5)",
     "import os\nos.chdir('/tmp')",  # the working directory moves every relative path
     "%cd /tmp",
+    # a class registered on pandas' classes: its definition is no setting to replay
+    "import pandas as pd\n@pd.api.extensions.register_dataframe_accessor('money')\n"
+    "class Money:\n    def __init__(self, frame):\n        self.frame = frame",
 ])
 def test_settings_that_cannot_run_again_keep_the_rest_together(tmp_path, cell):
     df = flow(tmp_path, [cell, "x = 1", "print(x)"])

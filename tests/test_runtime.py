@@ -95,6 +95,26 @@ def test_classes_keep_identity_and_functions_see_live_globals(tmp_path: Path) ->
     assert "True 102" in workflow[3][0]
 
 
+def test_a_function_pickled_by_value_keeps_its_cell_file_name_and_source(tmp_path) -> None:
+    import linecache
+    import types
+
+    name = "/tmp/ipykernel_4242/1037361036.py"
+    source = "scale = 2\ndef f(v):\n    g = lambda w: w * scale\n    return g(v)\n"
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    namespace = {"__name__": "__main__"}
+    exec(compile(source, name, "exec"), namespace)
+    values.dump_object({"f": namespace["f"], "again": namespace["f"]}, str(tmp_path / "f.pkl"),
+                       set(), "f")
+    del linecache.cache[name]
+    back = values.load_object(str(tmp_path / "f.pkl"), {"scale": 3})
+    f = back["f"]
+    assert back["again"] is f and f(2) == 6
+    inner = next(c for c in f.__code__.co_consts if isinstance(c, types.CodeType))
+    assert f.__code__.co_filename == inner.co_filename == name  # not "<dynamic-code>"
+    assert linecache.getline(name, 3) == "    g = lambda w: w * scale\n"  # warnings show it
+
+
 @pytest.mark.streamflow
 def test_figures_and_written_files_are_outputs(tmp_path: Path) -> None:
     path = notebook(tmp_path / "fig.ipynb", [

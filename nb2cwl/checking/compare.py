@@ -35,12 +35,17 @@ def entries(outputs: list[dict[str, Any]]) -> list[Entry]:
         elif kind in ("execute_result", "display_data"):
             data = output.get("data", {}) or {}
             found.append((kind, tuple(sorted(
-                (mime, _text(value) if mime.startswith("image/") else normalised(_text(value)))
+                (mime, _text(value) if _binary(mime) else normalised(_text(value)))
                 for mime, value in data.items()))))
         elif kind == "error":
             found.append(("error", output.get("ename", ""),
                           normalised(str(output.get("evalue", "")))))
     return [("stream", e[1], normalised(e[2])) if e[0] == "stream" else e for e in found]
+
+
+def _binary(mime: str) -> bool:
+    """An image in base64, compared byte for byte (an SVG is text, normalised as text)."""
+    return mime.startswith("image/") and not mime.endswith("+xml")
 
 
 def _text(value: Any) -> str:

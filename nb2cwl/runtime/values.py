@@ -16,6 +16,8 @@ import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from . import code_names
+
 try:
     import cloudpickle
 
@@ -40,6 +42,7 @@ class _Pickler(_BasePickler):  # type: ignore[misc, valid-type]
         self.needs: set[str] = set()
         self.sets: dict[int, int] = {}
         self.kept: list[Any] = []
+        self.code: dict[int, types.CodeType] = {}
 
     def persistent_id(self, obj: Any) -> Any:
         """Sets are saved with the way to rebuild them in their own order (_same_order); the
@@ -54,6 +57,10 @@ class _Pickler(_BasePickler):  # type: ignore[misc, valid-type]
         return ("nb2cwl-set", number, type(obj) is frozenset, _same_order(obj, self.label))
 
     def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, types.CodeType) and cloudpickle is not None:  # keeps its file name
+            reduced = code_names.reduce_code(obj, self.code)
+            if reduced is not NotImplemented:
+                return reduced
         if isinstance(obj, (type, types.FunctionType)) and obj.__module__ == "__main__":
             top = getattr(obj, "__qualname__", "").split(".")[0]
             main = sys.modules.get("__main__")

@@ -117,6 +117,21 @@ notebook("pandas_display_options", ("pandas-options",), ("pandas",))([
     "pd.reset_option('display.float_format')\nby_region",
 ])
 
+notebook("pandas_extensions", ("pandas-extensions",), ("pandas", "tqdm"))([
+    "md:# Methods added to pandas' classes: an accessor, tqdm's progress_apply",
+    "import math\nimport pandas as pd\nfrom tqdm import tqdm\ntqdm.pandas()",
+    DATA,
+    "def objective(a):\n    total = 0.0\n    for k in range(3000):\n"
+    "        total += math.sin(a * k)\n    return round(total, 6)\n"
+    "values = [objective(a / 10) for a in range(1, 9)]\nprint(values[:3])",
+    "print(sales['units'].progress_apply(lambda u: u * 2).sum())",
+    "@pd.api.extensions.register_dataframe_accessor('money')\nclass Money:\n"
+    "    def __init__(self, frame):\n        self._frame = frame\n\n"
+    "    def total(self):\n        return round(float(self._frame['revenue'].sum()), 2)",
+    "values = [objective(a / 20) for a in range(1, 9)]\nprint(values[:3])",
+    "print(sales.money.total())",
+])
+
 notebook("pandas_max_columns", ("pandas-options", "wide-dataframe"), ("pandas",))([
     "import pandas as pd\nimport numpy as np\npd.set_option('display.max_columns', 6)\n"
     "pd.set_option('display.width', 70)",
@@ -158,6 +173,15 @@ notebook("warnings_shown", ("warnings-filters",))([
     "print(legacy(2))",
     "warnings.filterwarnings('ignore', category=FutureWarning)",
     "print(legacy(3))",
+])
+
+notebook("warnings_from_values", ("warnings-filters",))([
+    "md:# A warning raised in a function handed on as a value names the cell's file",
+    "import numpy as np\nsafe_log = lambda v: np.log(v)",
+    "import math\n\ndef objective(a):\n    total = 0.0\n    for k in range(3000):\n"
+    "        total += math.sin(a * k)\n    return round(total, 6)\n\n"
+    "values = [objective(a / 10) for a in range(1, 9)]\nprint(values[:3])",
+    "print(safe_log(np.array([0.0, 1.0, np.e])))",
 ])
 
 notebook("logging_config", ("logging-config",))([
@@ -771,6 +795,17 @@ notebook("figures_shown_later", ("matplotlib", "display"), ("matplotlib",))([
     "fig, ax = plt.subplots(figsize=(3, 2))\nax.plot(xs, xs ** 2)\nplt.close(fig)",
     "summary = {'points': len(xs), 'max': float((xs ** 2).max())}\nsummary",
     "fig",
+])
+
+notebook("figure_formats", ("matplotlib", "display", "ipython-settings"), ("matplotlib",))([
+    "md:# Vector figures for the report: set the inline formats once",
+    "%matplotlib inline\nimport math\nimport matplotlib.pyplot as plt\n"
+    "from matplotlib_inline.backend_inline import set_matplotlib_formats\n"
+    "set_matplotlib_formats('svg')",
+    "def objective(a):\n    total = 0.0\n    for k in range(3000):\n"
+    "        total += math.sin(a * k)\n    return round(total, 6)\n"
+    "values = [objective(a / 10) for a in range(1, 9)]\nprint(values[:3])",
+    "fig, ax = plt.subplots(figsize=(3, 2))\nax.plot([1, 3, 2])\nplt.show()",
 ])
 
 notebook("shell_settings_and_future", ("ipython-settings", "compiler-flags"), ("pandas",))([

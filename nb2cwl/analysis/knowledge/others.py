@@ -11,10 +11,18 @@ BOKEH_OUTPUT = StateKind("bokeh's output target", "bokeh", TOGETHER)
 SYMPY_PRINTING = StateKind("sympy's printing", "sympy")
 POLARS_CONFIG = StateKind("polars' display configuration", "polars")
 XARRAY_OPTIONS = StateKind("xarray's options", "xarray")
+#: `tqdm.pandas()` adds progress_apply, progress_map, ... to pandas' classes
+TQDM_PANDAS = StateKind("pandas' classes (tqdm.pandas() adds progress_apply)", "pandas")
 TRANSFORMERS_LOGGING = StateKind("transformers' logging verbosity", "transformers")
+#: the inline backend's figure formats (`set_matplotlib_formats('svg')`, as `%config
+#: InlineBackend.figure_formats`): every later figure shows in them
+INLINE_FIGURES = StateKind("the inline backend's figure formats (set_matplotlib_formats)",
+                           "matplotlib")
 
 LIBRARIES = (
-    Library("tqdm", ("tqdm",)),
+    Library("tqdm", ("tqdm",), settings={
+        f"tqdm.{module}tqdm.pandas": TQDM_PANDAS for module in (
+            "", "auto.", "notebook.", "std.", "autonotebook.", "rich.", "asyncio.")}),
     Library("PIL", ("PIL",)),
     Library("requests", ("requests", "urllib3", "httpx")),
     Library("yaml", ("yaml", "ruamel")),
@@ -48,6 +56,14 @@ LIBRARIES = (
         seeds={"transformers.set_seed": "the random seeds transformers sets (including "
                                         "PyTorch's)"}, heavy=True),
     Library("ipython", ("IPython", "ipywidgets", "ipykernel", "matplotlib_inline"),
+            settings={name: INLINE_FIGURES for name in (
+                "matplotlib_inline.backend_inline.set_matplotlib_formats",
+                "matplotlib_inline.backend_inline.set_matplotlib_close",
+                "IPython.display.set_matplotlib_formats",
+                "IPython.display.set_matplotlib_close",
+                "IPython.core.display.set_matplotlib_formats",
+                "IPython.core.display.set_matplotlib_close",
+                "IPython.core.pylabtools.select_figure_formats")},
             global_objects={  # `InteractiveShell.ast_node_interactivity = "all"`, as %config
                 "IPython.core.interactiveshell.InteractiveShell": SHELL_SETTINGS,
                 "IPython.InteractiveShell": SHELL_SETTINGS,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from nb2cwl.analysis.knowledge.model import FileCall, Library, StateKind
 
 OPTIONS = StateKind("pandas' options (pd.set_option, pd.options)", "pandas")
+#: accessors and extension types registered on pandas' classes (`@register_dataframe_accessor`)
+EXTENSIONS = StateKind("pandas' classes (a registered accessor or extension type)", "pandas")
 
 PANDAS = Library(
     family="pandas",
@@ -15,6 +17,8 @@ PANDAS = Library(
         "pandas.set_eng_float_format": OPTIONS,
         "pandas.plotting.register_matplotlib_converters": OPTIONS,
         "pandas.plotting.deregister_matplotlib_converters": OPTIONS,
+        **{f"pandas.api.extensions.register_{kind}": EXTENSIONS for kind in (
+            "dataframe_accessor", "series_accessor", "index_accessor", "extension_dtype")},
     },
     global_objects={"pandas.options": OPTIONS, "pandas.core.config.options": OPTIONS},
     file_functions={
