@@ -1001,3 +1001,16 @@ def test_an_enumerate_index_shares_nothing_with_the_collection(tmp_path):
     ])
     assert "kept" in effects(df, 2).mutates
     assert "indices" not in effects(df, 2).mutates
+
+
+def test_a_definition_is_replayed_as_written_at_its_lines(tmp_path):
+    """A step replays a def as the kernel ran it (comments, decorators, its lines in the
+    cell: a warning from it names the cell's line); a statement sharing its line with another
+    keeps astroid's rendering of itself alone."""
+    df = flow(tmp_path, [
+        "import os; x = 1\n\n# helpers\n@staticmethod\ndef f(a):\n    # note\n    return a\n",
+    ])
+    definitions = df.cell(0).analysis.definitions
+    assert definitions["f"].line == 4
+    assert definitions["f"].code == "@staticmethod\ndef f(a):\n    # note\n    return a\n"
+    assert definitions["os"].line is None and definitions["os"].code == "import os"

@@ -367,3 +367,34 @@ print(len(cases), default, kept, list(set(words)) == list(first))
     total, default, kept, first = done.stdout.split()
     assert first == "True"  # the vocabulary above: pickle's default reorders it
     assert int(kept) >= int(default) and int(kept) >= 0.75 * int(total)
+
+
+def _chunk_warnings(filters: str) -> list:
+    """The events of two 'chunks' of a loop, each a fresh registry, warning from one line."""
+    import warnings
+
+    from nb2cwl.runtime import capture, warnings_once
+
+    events = []
+    for _chunk in range(2):
+        namespace: dict = {"__name__": "__main__"}
+        with warnings.catch_warnings():
+            exec(filters, namespace)
+            with capture.OutputCapture(echo=False) as cap, warnings_once.recording():
+                exec(compile("import warnings\nfor i in range(3):\n"
+                             "    warnings.warn('careful', UserWarning)\n", "<cell>", "exec"),
+                     namespace)
+            events += cap.events
+    with warnings.catch_warnings():
+        exec(filters, {})
+        return capture.replay(warnings_once.shown_once(events))
+
+
+def test_a_warning_shown_in_every_chunk_of_a_loop_shows_once_as_in_one_process():
+    outputs = _chunk_warnings("import warnings\nwarnings.simplefilter('default')")
+    assert [o["text"].count("UserWarning: careful") for o in outputs] == [1]
+
+
+def test_a_warning_the_filters_always_show_shows_every_time():
+    outputs = _chunk_warnings("import warnings\nwarnings.simplefilter('always')")
+    assert [o["text"].count("UserWarning: careful") for o in outputs] == [6]

@@ -15,6 +15,7 @@ from nb2cwl.analysis.effects import Effects
 from nb2cwl.analysis.history import kernel_history
 from nb2cwl.analysis.inference import AstroidInferrer
 from nb2cwl.analysis.replayable import (
+    as_written,
     changes_values_when_defined,
     is_docstring_or_pass,
     parameter_definition,
@@ -158,6 +159,8 @@ def _analyse_cell(
                 blocked.append(found)
         definition = (parameter_definition(stmt, cell.index, number, offset, parameters)
                       or replayable_definition(stmt, state, cell.index, number, walker))
+        if definition is not None:
+            definition = as_written(definition, stmt, cell.code, offset)
         before, changed = snapshot(walker.fx), len(walker.fx.state_changes)
         walker.defining_changes = set()
         walker.statement(stmt)

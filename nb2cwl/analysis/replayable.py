@@ -5,6 +5,9 @@ process-wide objects, and the assignments that declare the notebook's parameters
 
 from __future__ import annotations
 
+import ast
+from dataclasses import replace
+
 from astroid import nodes
 
 from nb2cwl.analysis.state import Definition, NamespaceState
@@ -65,6 +68,26 @@ def replayable_definition(
         elif name not in BUILTIN_NAMES or name in state.functions:
             return None  # needs a data value at definition time: ship the object instead
     return Definition(key, cell_index, (stmt.name,), code, tuple(dict.fromkeys(requires)))
+
+
+def as_written(definition: Definition, stmt: nodes.NodeNG, code: str,
+               offset: int) -> Definition:
+    """`definition` with the statement's own text and first line in the cell (`code`; `offset`:
+    the cell's first line in the parsed module, less one), so that a step replays it as the
+    kernel ran it: the same lines, comments and source for tracebacks, warnings and inspect."""
+    decorators = getattr(stmt, "decorators", None)
+    first = min([stmt.lineno, *(d.lineno for d in (decorators.nodes if decorators else ()))]
+                ) - offset
+    last = (stmt.end_lineno or stmt.lineno) - offset
+    lines = code.splitlines(True)[first - 1:last]
+    text = "".join(lines)
+    try:
+        alone = len(ast.parse(text).body) == 1 and not lines[0][:1].isspace()
+    except (SyntaxError, ValueError, IndexError):
+        alone = False
+    if not alone or first < 1:  # another statement shares its lines: keep astroid's text
+        return definition
+    return replace(definition, code=text, line=first)
 
 
 def changes_values_when_defined(stmt: nodes.NodeNG, walker: EffectWalker) -> bool:

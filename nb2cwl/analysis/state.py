@@ -23,6 +23,9 @@ class Definition:
     requires: tuple[Definition, ...] = ()
     star: bool = False
     parameter: str | None = None  # a parameter of the notebook: replayed with the run's value
+    # `code` is the statement's own text in its cell, starting at this line of the cell (None:
+    # astroid's rendering, where the text is not the statement alone, e.g. `import os; x = 1`)
+    line: int | None = None
 
 
 @dataclass

@@ -59,6 +59,7 @@ def step_spec(workflow: Workflow, step: Step) -> dict:
             for c in step.cells
         ],
         "definitions": definitions,
+        "defining_cells": _defining_cells(workflow, definitions),
         "replay": list(step.replay),
         "inputs": inputs,
         "files": file_plan(workflow, step),
@@ -188,10 +189,20 @@ def _visible_definitions(workflow: Workflow, step: Step) -> list[dict]:
     last = step.cells[-1].index
     return [
         {"key": r.key, "cell": r.cell_index, "names": list(r.names), "code": r.code,
-         "requires": list(r.requires), **({"parameter": r.parameter} if r.parameter else {})}
+         "requires": list(r.requires), **({"parameter": r.parameter} if r.parameter else {}),
+         **({"line": r.line} if r.line is not None else {})}
         for r in workflow.replays
         if r.cell_index <= last or r.key in step.replay
     ]
+
+
+def _defining_cells(workflow: Workflow, definitions: list[dict]) -> dict[int, list]:
+    """{cell: [source, execution count]} of the cells whose definitions the step may replay as
+    written: the kernel named their code after the source (and counted them), so does the
+    step (a warning or traceback from a replayed function names the cell's file and line)."""
+    wanted = {d["cell"] for d in definitions if "line" in d}
+    cells = [c for s in workflow.steps for c in s.cells] + list(workflow.quiet_cells)
+    return {c.index: [c.source, c.execution_count] for c in cells if c.index in wanted}
 
 
 def step_script(workflow: Workflow, step: Step, local: bool = False) -> str:

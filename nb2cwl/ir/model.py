@@ -40,6 +40,7 @@ class Replay:
     code: str
     requires: tuple[str, ...] = ()  # keys of other Replays needed first
     parameter: str | None = None  # a notebook parameter: assigned the run's value instead
+    line: int | None = None  # `code` is the statement as written, from this line of its cell
 
 
 @dataclass(frozen=True)

@@ -402,7 +402,7 @@ def _collect_replay(definition, into: dict[str, Replay]) -> None:
         _collect_replay(required, into)
     into[definition.key] = Replay(definition.key, definition.cell_index, definition.names,
                                   definition.code, tuple(r.key for r in definition.requires),
-                                  definition.parameter)
+                                  definition.parameter, definition.line)
 
 
 def _replay_position(replay: Replay) -> tuple[int, int]:

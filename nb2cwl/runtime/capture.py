@@ -98,7 +98,8 @@ def _from_descriptor(name: str, text: str) -> None:
 FLUSH_INTERVAL = 0.2
 
 Event = tuple[float, str, Any]  # (seconds since the capture began, kind, payload); kind is
-#                 "stream", "flush", "output", "update" (a display update) or "clear"
+#                 "stream", "flush", "output", "update" (a display update), "clear" or
+#                 "warning" (a scattered loop's, shown on stderr: warnings_once.py)
 DISPLAY_ID = "nb2cwl_display_id"  # kept on a display output until the notebook is written
 
 
@@ -151,6 +152,15 @@ class OutputCapture:
         """Text written to stdout or stderr."""
         if text:
             self._add("stream", (name, text))
+
+    def warning(self, shown: dict[str, Any]) -> None:
+        """A warning shown on stderr, with what Python's registry keys it by: a scattered
+        loop's gather keeps the first of each, as one process would (warnings_once.py)."""
+        descriptors.catch_up()
+        self._add("warning", shown)
+        echo = getattr(sys.stderr, "_echo", None)
+        if self.echo and echo is not None:
+            echo.write(shown["text"])
 
     def flush(self, name: str) -> None:
         """sys.stdout.flush() or sys.stderr.flush(): the stream's pending text is sent."""
@@ -228,8 +238,8 @@ def replay(events: list[Event]) -> list[dict[str, Any]]:
 
     for moment, kind, payload in sorted(events, key=lambda event: event[0]):
         send_due(moment)
-        if kind == "stream":
-            name, text = payload
+        if kind in ("stream", "warning"):
+            name, text = payload if kind == "stream" else ("stderr", payload["text"])
             if name in pending:
                 pending[name][1] += text
             else:

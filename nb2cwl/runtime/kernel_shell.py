@@ -261,15 +261,20 @@ class KernelExecutor:
         return error is None, error
 
     def run_code(self, code: str, show_result: bool, execution_count: int,
-                 last: bool) -> tuple[bool, BaseException | None]:
-        """Run a piece of a cell (a scattered loop's prefix or gather).
+                 last: bool, source: str | None = None) -> tuple[bool, BaseException | None]:
+        """Run a piece of a cell (a scattered loop's prefix or gather), at its lines in the
+        cell, under the file name the kernel gave the whole cell (`source`, its raw source).
 
         The kernel would run the cell once: the result shows only for the piece that ends
         the cell (`show_result`), and the cell's figures only at its end (`last`).
         """
         self.shell.execution_count = execution_count
-        self._filename = self.shell.compile.get_code_name(
+        compiler = self.shell.compile
+        whole = self.cell_file(source, execution_count) if source is not None else None
+        self._filename = whole or compiler.get_code_name(
             code, self.shell.transform_cell(code), execution_count)
+        if whole is not None:  # the piece compiles under the cell's name (cached whole)
+            compiler.cache = lambda *args, **kwargs: whole
         self.shell.displayhook.muted = not show_result
         events = self.shell.events
         callbacks = list(events.callbacks["post_execute"])
@@ -278,6 +283,8 @@ class KernelExecutor:
         try:
             result = self.shell.run_cell(code, store_history=show_result)
         finally:
+            if whole is not None:
+                del compiler.cache
             self.shell.displayhook.muted = False
             events.callbacks["post_execute"] = callbacks
         error = result.error_before_exec or result.error_in_exec
@@ -286,6 +293,18 @@ class KernelExecutor:
     def filename_of(self, execution_count: int) -> str:
         """The file name the shell gave the code it ran last (for tracebacks)."""
         return self._filename
+
+    def cell_file(self, source: str, execution_count: int) -> str | None:
+        """The file name the kernel gave the code of a cell with this source, its code
+        registered there for tracebacks and warnings; None where the name depends on more
+        than the source (IPython's own compiler, without ipykernel's)."""
+        compiler = self.shell.compile
+        if type(compiler).__name__ != "XCachingCompiler":
+            return None
+        try:
+            return compiler.cache(self.shell.transform_cell(source), execution_count, source)
+        except Exception:  # a source IPython cannot transform: the old name
+            return None
 
 
 def _has_inline_backend() -> bool:

@@ -151,7 +151,7 @@ class PlainExecutor:
         return self.run_code(cell["code"], not cell.get("quiet"), execution_count, True)
 
     def run_code(self, code: str, show_result: bool, execution_count: int,
-                 last: bool) -> tuple[bool, BaseException | None]:
+                 last: bool, source: str | None = None) -> tuple[bool, BaseException | None]:
         """Run code of a cell; show its last expression's value when `show_result`."""
         import linecache
 
@@ -179,6 +179,10 @@ class PlainExecutor:
     def filename_of(self, execution_count: int) -> str:
         """The file name of cell `execution_count`'s code, as tracebacks show it."""
         return f"<cell {execution_count}>"
+
+    def cell_file(self, source: str, execution_count: int) -> str | None:
+        """Replayed definitions keep their own file names without IPython."""
+        return None
 
 
 def _execute(source: str, filename: str, namespace: dict[str, Any],

@@ -10,6 +10,7 @@ from typing import Any
 from . import values
 from .capture import Event, OutputCapture, replay, shifted
 from .failure import CellFailed, user_traceback
+from .warnings_once import shown_once
 
 GATHERED = "__nb2cwl_gathered__"
 RECORD = "__nb2cwl_record__"
@@ -251,7 +252,7 @@ def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[s
         timeline += shifted(events, offset)
         offset += duration
         if result[0] == "error":
-            raise LoopFailed(f"{where}:\n{result[1]}", replay(timeline))
+            raise LoopFailed(f"{where}:\n{result[1]}", replay(shown_once(timeline)))
         if result[0] == "locals":
             namespace.update(result[1])
         elif result[0] == "value":
@@ -262,7 +263,8 @@ def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[s
                 timeline.append((offset, "output", {
                     "output_type": "error", "ename": type(exc).__name__, "evalue": str(exc),
                     "traceback": lines}))
-                raise LoopFailed(f"{where}:\n" + "\n".join(lines), replay(timeline)) from None
+                raise LoopFailed(f"{where}:\n" + "\n".join(lines),
+                                 replay(shown_once(timeline))) from None
         elif result[0] == "ops":
             for name, op, args in result[1]:
                 _apply(namespace, name, op, args)
@@ -271,11 +273,11 @@ def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[s
     try:
         events, _ = run_code(plan["gather_code"], True)
     except CellFailed as failure:
-        failure.outputs = replay(timeline + shifted(failure.events, offset))
+        failure.outputs = replay(shown_once(timeline + shifted(failure.events, offset)))
         raise
     finally:
         namespace.pop(GATHERED, None)
-    return replay(timeline + shifted(events, offset))
+    return replay(shown_once(timeline + shifted(events, offset)))
 
 
 class LoopFailed(Exception):

@@ -12,7 +12,7 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import cache, files, live, parameters, skeleton, values
+from . import cache, files, live, parameters, skeleton, values, warnings_once
 from .arguments import Arguments, parse_arguments
 from .capture import OutputCapture
 from .failure import (
@@ -141,7 +141,7 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
             parameters.assign([definition["parameter"]], run_values, namespace)
             return
         flags = future_flags([f for cell, f in future if cell <= definition["cell"]])
-        exec(_compiled(definition["code"], definition["cell"], flags), namespace)
+        exec(_replayed(definition, spec.get("defining_cells", {}), executor, flags), namespace)
 
     def ensure_defined(names: list[str]) -> None:
         for name in names:
@@ -285,6 +285,18 @@ def _compiled(code: str, cell: int, flags: int = 0) -> types.CodeType:
     return compile(code, name, "exec", flags=flags)
 
 
+def _replayed(definition: dict[str, Any], cells: dict[int, list], executor: Executor,
+              flags: int) -> types.CodeType:
+    """A replayed definition compiled as the kernel compiled it: under its cell's file name,
+    at its lines there (a warning or traceback from a function defined in another step's cell
+    names the file and line the kernel names)."""
+    cell, line = cells.get(definition["cell"]), definition.get("line")
+    name = executor.cell_file(*cell) if cell is not None and line else None
+    if name is None:
+        return _compiled(definition["code"], definition["cell"], flags)
+    return compile("\n" * (line - 1) + definition["code"], name, "exec", flags=flags)
+
+
 def _training_log(report: dict[str, Any], cell: int) -> str:
     """What the training cell printed (its progress lines)."""
     return "".join(
@@ -341,12 +353,14 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
         return _run_piece(cell, code, display, executor, spec)
 
     if role == "split":
-        report["prefix_events"], report["prefix_duration"] = skeleton.split(
-            plan, namespace, out, run_code, replayable)
+        with warnings_once.recording():  # the loop's warnings, shown once (as one process)
+            report["prefix_events"], report["prefix_duration"] = skeleton.split(
+                plan, namespace, out, run_code, replayable)
         report["shards"] = len(os.listdir(os.path.join(out, "chunks_0")))
     elif role == "map":
         chunk_files = [args.one(f"chunk-{n}") for n in range(len(plan["iterables"]))]
-        skeleton.run_items(plan, namespace, chunk_files, out, replayable)
+        with warnings_once.recording():
+            skeleton.run_items(plan, namespace, chunk_files, out, replayable)
     elif role == "gather":
         with open(args.one("prefix-report"), encoding="utf-8") as handle:
             split_report = json.load(handle)
@@ -355,8 +369,9 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
                  f"{cell['index']} (id {cell['id']}), line {plan['line']}, in an iteration "
                  "of the loop")
         try:
-            outputs = skeleton.gather(plan, namespace, args.get("results", []), prefix,
-                                      run_code, where)
+            with warnings_once.recording():
+                outputs = skeleton.gather(plan, namespace, args.get("results", []), prefix,
+                                          run_code, where)
         except skeleton.LoopFailed as failed:
             raise CellFailed(cell, None, str(failed), failed.outputs) from None
         report["cells"].append({"index": cell["index"], "outputs": outputs,
@@ -451,7 +466,7 @@ def _run_piece(cell: dict[str, Any], code: str, display: bool, executor: Executo
     count = cell["execution_count"]
     with OutputCapture() as capture:
         ok, error = executor.run_code(code, display and not cell.get("quiet"), count,
-                                      last=display)
+                                      last=display, source=cell.get("source", cell["code"]))
     if not ok:
         _failed(cell, error, spec, capture, executor.filename_of(count))
     return capture.events, capture.duration

@@ -184,6 +184,30 @@ notebook("warnings_from_values", ("warnings-filters",))([
     "print(safe_log(np.array([0.0, 1.0, np.e])))",
 ])
 
+notebook("warnings_from_replayed_functions", ("warnings-filters",))([
+    "md:# A warning raised in a function replayed in another step names the cell's file and"
+    " line",
+    "import numpy as np\nimport warnings\n\n# helpers\ndef safe_log(values):\n"
+    "    # log of the values, zeros warn\n    return np.log(values)\n\n"
+    "@np.vectorize\ndef flag(value):\n    if value > 0.5:\n"
+    "        warnings.warn('a value over the threshold', UserWarning)\n    return value * 2",
+    "import math\n\ndef objective(a):\n    total = 0.0\n    for k in range(3000):\n"
+    "        total += math.sin(a * k)\n    return round(total, 6)\n\n"
+    "values = [objective(a / 10) for a in range(1, 9)]\nprint(values[:3])",
+    "print(safe_log(np.array([0.0, 1.0, np.e])))\nprint(flag(np.array([0.2, 0.9])))",
+])
+
+notebook("warnings_in_scattered_loops", ("warnings-filters",))([
+    "md:# A scattered loop shows a warning as often as one kernel does",
+    "import math\nimport warnings\nimport numpy as np\n\n"
+    "data = [np.array([float(i % 3), 1.0]) for i in range(12)]",
+    "def score(arr):\n    total = 0.0\n    for k in range(3000):\n"
+    "        total += math.sin(k * 0.001)\n    return float(np.log(arr).sum()) + round(total, 3)\n"
+    "\nscores = [score(a) for a in data]\nprint(scores[:4])",
+    "warnings.simplefilter('always', RuntimeWarning)",
+    "again = [score(a) for a in data]\nprint(again == scores)",
+])
+
 notebook("logging_config", ("logging-config",))([
     "import logging\nlogging.basicConfig(level=logging.INFO, format='%(levelname)s "
     "%(name)s: %(message)s')\nlog = logging.getLogger('pipeline')",
