@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import zipfile
@@ -222,7 +223,14 @@ def test_a_worker_whose_peer_never_starts_gives_up(tmp_path: Path) -> None:
     code = (f"import sys\nsys.path.insert(0, {root!r})\n"
             "from nb2cwl.runtime.training import Training\n"
             "Training({'kind': 'custom_loop', 'models': [], 'distributed': True})\n")
-    config = {"cluster": {"worker": ["localhost:1", "localhost:2"]},
+    # ports of its own (another run of the suite may be here at the same time): the peer's
+    # is free and nobody listens on it
+    ports = []
+    for _ in range(2):
+        with socket.socket() as probe:
+            probe.bind(("localhost", 0))
+            ports.append(probe.getsockname()[1])
+    config = {"cluster": {"worker": [f"localhost:{port}" for port in ports]},
               "task": {"type": "worker", "index": 1}}
     env = dict(os.environ, TF_CONFIG=json.dumps(config), NB2CWL_RENDEZVOUS_TIMEOUT="5")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
