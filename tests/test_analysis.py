@@ -1014,3 +1014,21 @@ def test_a_definition_is_replayed_as_written_at_its_lines(tmp_path):
     assert definitions["f"].line == 4
     assert definitions["f"].code == "@staticmethod\ndef f(a):\n    # note\n    return a\n"
     assert definitions["os"].line is None and definitions["os"].code == "import os"
+
+
+def test_a_replayed_definition_is_its_own_statement_whatever_the_line_breaks(tmp_path):
+    """Lines are counted as Python counts them: a form feed (which str.splitlines breaks at)
+    does not shift the text to another statement."""
+    df = flow(tmp_path, ["x = 1\n\x0c\ndef f():\n    return 1\ndef g():\n    return 2\n"])
+    definitions = df.cell(0).analysis.definitions
+    assert definitions["g"].code.startswith("def g()")
+    assert definitions["f"].code.startswith("def f()")
+
+
+def test_an_enumerate_item_unpacked_further_stays_an_item_of_the_collection(tmp_path):
+    df = flow(tmp_path, [
+        "pairs = [([1], 1), ([2], 2)]",
+        "kept = []\nfor i, (row, n) in enumerate(pairs):\n    kept.append(row)",
+        "pairs[0][0].append(3)",
+    ])
+    assert "kept" in effects(df, 2).mutates

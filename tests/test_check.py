@@ -138,6 +138,7 @@ def test_normalisation_is_only_what_varies_by_nature() -> None:
     assert normalised(" 10%\r 50%\r100%\n") == "100%\n"
     assert normalised("100%|##| 5/5 [00:00<00:00, 16474.09it/s]\n 20%|#| 1/5 [01:02<?, "
                       "?it/s]") == "100%|##| 5/5 [<time>]\n 20%|#| 1/5 [<time>]"
+    assert normalised("5/5 [00:01<00:00, 5.00it/s, loss=0.31]") == "5/5 [<time>, loss=0.31]"
     svg = ('<dc:date>2026-01-01T00:00:00</dc:date><path id="m49509f6386" d="M 0 0"/>'
            '<use xlink:href="#m49509f6386"/><g clip-path="url(#p0a1b2c3d4e)">')
     assert normalised(svg) == ('<dc:date>DATE</dc:date><path id="mSALTED" d="M 0 0"/>'

@@ -384,6 +384,9 @@ def _chunk_warnings(filters: str) -> list:
                 exec(compile("import warnings\nfor i in range(3):\n"
                              "    warnings.warn('careful', UserWarning)\n", "<cell>", "exec"),
                      namespace)
+            for _moment, kind, payload in cap.events:
+                if kind == "warning":  # as if each chunk were a process of its own
+                    payload["process"] = f"chunk {_chunk}"
             events += cap.events
     with warnings.catch_warnings():
         exec(filters, {})
@@ -398,3 +401,17 @@ def test_a_warning_shown_in_every_chunk_of_a_loop_shows_once_as_in_one_process()
 def test_a_warning_the_filters_always_show_shows_every_time():
     outputs = _chunk_warnings("import warnings\nwarnings.simplefilter('always')")
     assert [o["text"].count("UserWarning: careful") for o in outputs] == [6]
+
+
+def test_a_warning_shown_again_after_the_filters_change_is_kept():
+    """Each change of the filters (a catch_warnings block too) empties the registries: the
+    process shows the warning again, and so does the loop's gathered output."""
+    from nb2cwl.runtime import capture, warnings_once
+
+    namespace: dict = {"__name__": "__main__"}
+    with capture.OutputCapture(echo=False) as cap, warnings_once.recording():
+        exec(compile("import warnings\nfor i in range(3):\n    with warnings.catch_warnings():\n"
+                     "        warnings.simplefilter('ignore', DeprecationWarning)\n"
+                     "    warnings.warn('careful')\n", "<cell>", "exec"), namespace)
+    outputs = capture.replay(warnings_once.shown_once(cap.events))
+    assert [o["text"].count("UserWarning: careful") for o in outputs] == [3]

@@ -79,13 +79,15 @@ def as_written(definition: Definition, stmt: nodes.NodeNG, code: str,
     first = min([stmt.lineno, *(d.lineno for d in (decorators.nodes if decorators else ()))]
                 ) - offset
     last = (stmt.end_lineno or stmt.lineno) - offset
-    lines = code.splitlines(True)[first - 1:last]
+    # lines as Python counts them (str.splitlines also breaks at \x0c, \r, \u2028, ...)
+    lines = [line + "\n" for line in code.split("\n")][first - 1:last]
     text = "".join(lines)
-    try:
-        alone = len(ast.parse(text).body) == 1 and not lines[0][:1].isspace()
+    try:  # the same statement as astroid's rendering, alone on its lines
+        same = first >= 1 and not lines[0][:1].isspace() and (
+            ast.dump(ast.parse(text)) == ast.dump(ast.parse(definition.code)))
     except (SyntaxError, ValueError, IndexError):
-        alone = False
-    if not alone or first < 1:  # another statement shares its lines: keep astroid's text
+        same = False
+    if not same:  # another statement shares its lines: keep astroid's text
         return definition
     return replace(definition, code=text, line=first)
 

@@ -46,9 +46,10 @@ class StoreEffects:
     _state_object: Callable[[nodes.NodeNG], kb.StateKind | None]
 
     def target(self, node: nodes.NodeNG, value: nodes.NodeNG | None,
-               iterated: bool = False) -> None:
+               iterated: bool = False, nested: bool = False) -> None:
         """Bind an assignment target to `value` (None when unknown); `iterated`: the target
-        takes the items of `value` in turn (a for loop)."""
+        takes the items of `value` in turn (a for loop); `nested`: `node` is part of the
+        loop's target, not all of it."""
         if isinstance(node, nodes.AssignName):
             self.write(node.name, value)
         elif isinstance(node, (nodes.Tuple, nodes.List)):
@@ -57,14 +58,14 @@ class StoreEffects:
                 for element, part in pairs:
                     self.target(element, part)
                 return
-            fresh_first = iterated and self._fresh_first_item(value)
+            fresh_first = iterated and not nested and self._fresh_first_item(value)
             for position, element in enumerate(node.elts):
                 self.target(element, None if fresh_first and position == 0 else value,
-                            iterated)
+                            iterated, nested=True)
             if value is not None and not iterated:
                 self.link_parts(node, value)
         elif isinstance(node, nodes.Starred):
-            self.target(node.value, value, iterated)
+            self.target(node.value, value, iterated, nested=True)
         elif isinstance(node, nodes.AssignAttr):
             self.expression(node.expr)
             self._store_into(node.expr, node.lineno, f"attribute store .{node.attrname}", value,

@@ -8,7 +8,8 @@
 - the kernel's process id in the file names IPython gives cells
   (`/tmp/ipykernel_4242/1037361036.py`), which warnings and tracebacks show;
 - progress bars that rewrite their line with `\\r` (tqdm and the like): only what the line
-  shows last is kept, and the times and rate in its brackets (`[00:02<00:00, 41.2it/s]`);
+  shows last is kept, and the times and rate in its brackets (`[00:02<00:00, 41.2it/s]`; a
+  postfix after them, `loss=0.31`, is compared);
 - the times Keras' progress lines print (`2/2 ━━━━ 0s 12ms/step`), and the date matplotlib
   writes into an SVG (`<dc:date>`), with the ids it derives from a random salt per process
   (`<path id="m49509f6386"`, `#m49509f6386`, `url(#p1f2e3d4c5b)`);
@@ -28,7 +29,7 @@ _RULES = [
     (re.compile(r"Wall time: [^\n]*"), "Wall time: <time>"),
     (re.compile(r"[\d.]+ [^\s]+ (± [\d.]+ [^\s]+ )?per loop \([^)]*\)"), "<timeit>"),
     (re.compile(r"(?:/[^\s/:'\"]+)*/ipykernel_\d+/"), "<tmp>/ipykernel_PID/"),
-    (re.compile(r"\[\d+(?::\d\d)+<(?:\d+(?::\d\d)+|\?), [^\]\n]*\]"), "[<time>]"),
+    (re.compile(r"\[\d+(?::\d\d)+<(?:\d+(?::\d\d)+|\?), [^,\]\n]*(?=[,\]])"), "[<time>"),
     (re.compile(r"(?:\d+s )?\d+(?:\.\d+)?[mu]?s/(?:step|sample)"), "<time>/step"),
     (re.compile(r"<dc:date>[^<]*</dc:date>"), "<dc:date>DATE</dc:date>"),
     (re.compile(r"(id=\"|#)([mp])[0-9a-f]{10}(?=[\")])"), r"\1\2SALTED"),

@@ -99,7 +99,8 @@ FLUSH_INTERVAL = 0.2
 
 Event = tuple[float, str, Any]  # (seconds since the capture began, kind, payload); kind is
 #                 "stream", "flush", "output", "update" (a display update), "clear" or
-#                 "warning" (a scattered loop's, shown on stderr: warnings_once.py)
+#                 "warning" (a scattered loop's, shown on stderr: warnings_once.py) or
+#                 "filters" (its warnings' filters changed; shows nothing)
 DISPLAY_ID = "nb2cwl_display_id"  # kept on a display output until the notebook is written
 
 
@@ -161,6 +162,10 @@ class OutputCapture:
         echo = getattr(sys.stderr, "_echo", None)
         if self.echo and echo is not None:
             echo.write(shown["text"])
+
+    def marker(self, kind: str) -> None:
+        """An event that shows nothing (the warnings' filters changed: warnings_once.py)."""
+        self._add(kind, None)
 
     def flush(self, name: str) -> None:
         """sys.stdout.flush() or sys.stderr.flush(): the stream's pending text is sent."""
@@ -244,6 +249,8 @@ def replay(events: list[Event]) -> list[dict[str, Any]]:
                 pending[name][1] += text
             else:
                 pending[name] = [moment, text]
+        elif kind == "filters":
+            continue
         elif kind == "flush":
             if payload in pending:
                 send(payload)

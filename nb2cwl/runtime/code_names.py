@@ -12,10 +12,18 @@ both back.
 from __future__ import annotations
 
 import linecache
+import os
+import re
+import tempfile
 import types
 from typing import Any
 
 _DYNAMIC = "<dynamic-code>"
+# ipykernel names a cell's code in a folder of the process (/tmp/ipykernel_4242/): a value
+# saves the name without it (a rerun that makes an equal value makes an equal file, so later
+# steps stay cached) and gets the loading process's folder back
+_KERNEL_FOLDER = re.compile(r"^(?:.*/)?ipykernel_\d+/(?=[^/]+$)")
+_IN_KERNEL_FOLDER = "<ipykernel folder>/"
 
 
 def reduce_code(code: types.CodeType, inner: dict[int, types.CodeType]) -> Any:
@@ -28,15 +36,28 @@ def reduce_code(code: types.CodeType, inner: dict[int, types.CodeType]) -> Any:
     copy = code.replace()
     inner[id(copy)] = copy
     lines = linecache.cache.get(code.co_filename)
-    source = tuple(lines[2]) if lines else ()
-    return rebuild_code, (copy, code.co_filename, source)
+    source = tuple(lines[2]) if lines and len(lines) >= 3 else ()  # not a lazy entry
+    filename = _KERNEL_FOLDER.sub(_IN_KERNEL_FOLDER, code.co_filename)
+    return rebuild_code, (copy, filename, source)
 
 
 def rebuild_code(code: types.CodeType, filename: str, source: tuple[str, ...]) -> Any:
     """`code` under `filename` again, its lines registered where warnings look for them."""
+    if filename.startswith(_IN_KERNEL_FOLDER):
+        filename = os.path.join(_kernel_folder(), filename[len(_IN_KERNEL_FOLDER):])
     if source and filename not in linecache.cache:
         linecache.cache[filename] = (sum(map(len, source)), None, list(source), filename)
     return _renamed(code, filename)
+
+
+def _kernel_folder() -> str:
+    """The folder ipykernel's compiler names this process's cells in."""
+    try:
+        from ipykernel.compiler import get_tmp_directory
+
+        return get_tmp_directory()
+    except ImportError:
+        return os.path.join(tempfile.gettempdir(), f"ipykernel_{os.getpid()}")
 
 
 def _renamed(code: types.CodeType, filename: str) -> types.CodeType:

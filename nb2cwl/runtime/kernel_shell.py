@@ -273,8 +273,12 @@ class KernelExecutor:
         whole = self.cell_file(source, execution_count) if source is not None else None
         self._filename = whole or compiler.get_code_name(
             code, self.shell.transform_cell(code), execution_count)
-        if whole is not None:  # the piece compiles under the cell's name (cached whole)
-            compiler.cache = lambda *args, **kwargs: whole
+        if whole is not None:  # the piece compiles under the cell's name (cached whole);
+            def cache(*args: Any, **kwargs: Any) -> str:  # once: code the piece runs in
+                del compiler.cache  # turn (get_ipython().run_cell) is named as it would be
+                return whole
+
+            compiler.cache = cache
         self.shell.displayhook.muted = not show_result
         events = self.shell.events
         callbacks = list(events.callbacks["post_execute"])
@@ -283,7 +287,7 @@ class KernelExecutor:
         try:
             result = self.shell.run_cell(code, store_history=show_result)
         finally:
-            if whole is not None:
+            if whole is not None and "cache" in vars(compiler):
                 del compiler.cache
             self.shell.displayhook.muted = False
             events.callbacks["post_execute"] = callbacks

@@ -13,6 +13,7 @@ whole cell's events in order, keeps only those the kernel's registry would have 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import warnings
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from typing import Any
 from . import capture
 
 WARNING = "warning"  # the event kind (capture.replay shows one as its text on stderr)
+FILTERS_CHANGED = "filters"  # an event kind: every registry starts again (capture.replay: none)
 _STDLIB_SHOW = warnings.showwarning
 
 
@@ -31,10 +33,24 @@ def recording() -> Iterator[None]:
     if warnings.showwarning is not _STDLIB_SHOW:
         yield
         return
+    # each change of the filters (catch_warnings too) empties the registries; where this
+    # Python has no such hook, a warning shown twice by one process is never dropped
+    mutated = getattr(warnings, "_filters_mutated", None)
+
+    def filters_mutated(*args: Any, **kwargs: Any) -> Any:
+        target = capture.current()
+        if target is not None:
+            target.marker(FILTERS_CHANGED)
+        return mutated(*args, **kwargs)  # type: ignore[misc]
+
     warnings.showwarning = _record
+    if mutated is not None:
+        warnings._filters_mutated = filters_mutated  # type: ignore[attr-defined]
     try:
         yield
     finally:
+        if mutated is not None:
+            warnings._filters_mutated = mutated  # type: ignore[attr-defined]
         if warnings.showwarning is _record:
             warnings.showwarning = _STDLIB_SHOW
 
@@ -46,10 +62,11 @@ def _record(message: Any, category: type[Warning], filename: str, lineno: int,
         _STDLIB_SHOW(message, category, filename, lineno, file, line)
         return
     text = warnings.formatwarning(message, category, filename, lineno, line)
-    target.warning({
-        "text": text, "message": str(message), "filename": filename, "lineno": lineno,
-        "categories": [_name(c) for c in category.__mro__], "module": _module(filename, lineno),
-    })
+    shown = {"text": text, "message": str(message), "filename": filename, "lineno": lineno,
+             "categories": [_name(c) for c in category.__mro__],
+             "module": _module(filename, lineno), "process": os.getpid()}
+    shown["action"] = _action(shown)  # under the filters in force now
+    target.warning(shown)
 
 
 def _name(kind: type) -> str:
@@ -67,13 +84,21 @@ def _module(filename: str, lineno: int) -> str | None:
 
 
 def shown_once(events: list[capture.Event]) -> list[capture.Event]:
-    """The events without the warnings the kernel's registry would have kept back."""
+    """The events without the warnings the kernel's registry would have kept back.
+
+    Should one process have shown the same key twice with no change of the filters between,
+    this model of the registry is not the process's: that warning is never dropped."""
+    events = sorted(events, key=lambda event: event[0])
+    trusted = _trusted_keys(events)
     seen: set[tuple] = set()
     kept = []
-    for event in sorted(events, key=lambda event: event[0]):
+    for event in events:
+        if event[1] == FILTERS_CHANGED:
+            seen = {key for key in seen if key[0] == "once"}  # onceregistry is never emptied
+            continue
         if event[1] == WARNING:
             key = _key(event[2])
-            if key is not None and key in seen:
+            if key is not None and key in trusted and key in seen:
                 continue
             if key is not None:
                 seen.add(key)
@@ -81,17 +106,38 @@ def shown_once(events: list[capture.Event]) -> list[capture.Event]:
     return kept
 
 
+def _trusted_keys(events: list[capture.Event]) -> set[tuple]:
+    """The keys no process showed twice between two changes of the filters."""
+    shown: dict[int | None, set[tuple]] = {}
+    keys, twice = set(), set()
+    for _moment, kind, payload in events:
+        if kind == FILTERS_CHANGED:
+            shown.clear()
+        elif kind == WARNING:
+            key = _key(payload)
+            if key is None:
+                continue
+            keys.add(key)
+            own = shown.setdefault(payload.get("process"), set())
+            if key in own:
+                twice.add(key)
+            own.add(key)
+    return keys - twice
+
+
 def _key(shown: dict[str, Any]) -> tuple | None:
-    """What the registry keys this warning by under the action the filters give it; None
-    when it is shown every time (or the action cannot be told)."""
-    action = _action(shown)
+    """What the registry keys this warning by under the action the filters gave it; None
+    when it is shown every time (or the action or the warning's module cannot be told)."""
+    action = shown.get("action")
     category = shown["categories"][0]
+    if shown["module"] is None:
+        return None
     if action == "default":
-        return (shown["module"], shown["message"], category, shown["lineno"])
+        return ("default", shown["module"], shown["message"], category, shown["lineno"])
     if action == "module":
-        return (shown["module"], shown["message"], category)
+        return ("module", shown["module"], shown["message"], category)
     if action == "once":
-        return (shown["message"], category)
+        return ("once", shown["message"], category)
     return None
 
 
