@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from equivalence import run_with_nbclient, run_with_workflow
 from test_cli import notebook
 
 from nb2cwl.cli import main
-from nb2cwl.runtime import values
+from nb2cwl.runtime import code_names, values
 
 
 def _round_trip(namespace: dict, names: list[str], tmp_path: Path, groups=()) -> dict:
@@ -107,12 +108,16 @@ def test_a_function_pickled_by_value_keeps_its_cell_file_name_and_source(tmp_pat
     values.dump_object({"f": namespace["f"], "again": namespace["f"]}, str(tmp_path / "f.pkl"),
                        set(), "f")
     del linecache.cache[name]
+    # the kernel folder is the process's: the file does not name it (equal values, equal
+    # files), and the loading process names the cell in its own, as its kernel would
+    assert b"ipykernel_4242" not in (tmp_path / "f.pkl").read_bytes()
     back = values.load_object(str(tmp_path / "f.pkl"), {"scale": 3})
     f = back["f"]
     assert back["again"] is f and f(2) == 6
     inner = next(c for c in f.__code__.co_consts if isinstance(c, types.CodeType))
-    assert f.__code__.co_filename == inner.co_filename == name  # not "<dynamic-code>"
-    assert linecache.getline(name, 3) == "    g = lambda w: w * scale\n"  # warnings show it
+    here = os.path.join(code_names._kernel_folder(), "1037361036.py")
+    assert f.__code__.co_filename == inner.co_filename == here  # not "<dynamic-code>"
+    assert linecache.getline(here, 3) == "    g = lambda w: w * scale\n"  # warnings show it
 
 
 @pytest.mark.streamflow
