@@ -343,7 +343,7 @@ def test_a_loop_body_runs_at_its_cells_lines_where_it_can(cell: str, at_lines: b
     from nb2cwl.analysis.skeletons.model import Piece
 
     loop = astroid.parse(cell).body[1]
-    code = recording_body_at_lines(loop, {"out"}, Piece(cell.split("\n"), 0))
+    code = recording_body_at_lines(loop.body, loop.lineno, {"out"}, Piece(cell.split("\n"), 0))
     assert (code is not None) == at_lines
     if code is not None:
         assert ast.dump(ast.parse(code)) == ast.dump(ast.parse(recording_body(loop.body,

@@ -80,14 +80,15 @@ def _key(index: ast.expr) -> ast.expr:
     return index
 
 
-def recording_body_at_lines(stmt: nodes.For, accumulators: set[str], piece: Piece) -> str | None:
+def recording_body_at_lines(body: list[nodes.NodeNG], header: int, accumulators: set[str],
+                            piece: Piece) -> str | None:
     """The per-item code as `recording_body` makes it, but as written and at the lines the
-    body has in its cell: a warning or traceback from it names the cell's line, as in the
-    kernel. None where that cannot be done exactly (a body on the loop's own line, a
-    recorded statement sharing its lines with another); the code then is `recording_body`'s.
-    """
-    first, last = piece.rel(stmt.body[0].fromlineno), piece.rel(stmt.body[-1].tolineno)
-    if first <= piece.rel(stmt.lineno) or first < 2:
+    body (of the loop on line `header`) has in its cell: a warning or traceback from it names
+    the cell's line, as in the kernel. None where that cannot be done exactly (a body on the
+    loop's own line, a recorded statement sharing its lines with another); the code then is
+    `recording_body`'s."""
+    first, last = piece.rel(body[0].fromlineno), piece.rel(body[-1].tolineno)
+    if first <= piece.rel(header) or first < 2:
         return None
     lines = piece.lines[first - 1:last]
     try:
@@ -108,7 +109,7 @@ def recording_body_at_lines(stmt: nodes.For, accumulators: set[str], piece: Piec
     code = "\n" * (first - 2) + ONCE + "\n" + "\n".join(lines) + "\n"
     try:  # exactly the code recording_body makes, only placed otherwise
         same = ast.dump(ast.parse(code)) == ast.dump(ast.parse(
-            recording_body(stmt.body, accumulators)))
+            recording_body(body, accumulators)))
     except SyntaxError:
         same = False
     return code if same else None

@@ -104,7 +104,8 @@ def loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: Piece,
             tuple(targets), tuple(iterables), stmt)
         targets = list(target_tuple)
     gather = "\n" * (piece.rel(stmt.tolineno)) + piece.suffix(stmt)
-    at_lines = recording_body_at_lines(stmt, set(accumulators), piece)
+    header = inner if len(iterables) == 2 and inner is not None else stmt  # the body's loop
+    at_lines = recording_body_at_lines(body, header.lineno, set(accumulators), piece)
     return MapSkeleton(
         cell_index=cell_index,
         line=piece.rel(stmt.lineno),
