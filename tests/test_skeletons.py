@@ -325,3 +325,28 @@ def test_values_ready_before_the_loop_do_not_wait_for_it(
     jupyter = run_with_nbclient(path, tmp_path / "jupyter")
     workflow, _ = run_with_workflow(path, tmp_path / "workflow")
     assert workflow == jupyter
+
+
+@pytest.mark.parametrize("cell, at_lines", [
+    ("out = []\nfor x in xs:\n    y = x * 2  # twice\n    out.append(\n        y)\n", True),
+    ("out = []\nfor x in xs: out.append(x)\n", False),  # the body is on the loop's line
+    ("out = []\nfor x in xs:\n    y = x; out.append(y)\n", False),  # a record shares a line
+])
+def test_a_loop_body_runs_at_its_cells_lines_where_it_can(cell: str, at_lines: bool) -> None:
+    """The per-item code keeps the body's lines in the cell (a warning names the cell's line,
+    as in the kernel), and is the same code as the body rendered anew, only placed otherwise."""
+    import ast
+
+    import astroid
+
+    from nb2cwl.analysis.skeletons.loop_body import recording_body, recording_body_at_lines
+    from nb2cwl.analysis.skeletons.model import Piece
+
+    loop = astroid.parse(cell).body[1]
+    code = recording_body_at_lines(loop.body, loop.lineno, {"out"}, Piece(cell.split("\n"), 0))
+    assert (code is not None) == at_lines
+    if code is not None:
+        assert ast.dump(ast.parse(code)) == ast.dump(ast.parse(recording_body(loop.body,
+                                                                               {"out"})))
+        assert code.split("\n")[2] == "    y = x * 2  # twice"  # line 3, as in the cell
+        assert "__nb2cwl_record__" in code.split("\n")[3]

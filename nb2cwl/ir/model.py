@@ -115,6 +115,7 @@ class MapPlan:
     keep_locals: tuple[str, ...] = ()  # loop names whose last value is used after the loop
     chunks: int = 0  # 0: one chunk per available core, capped by the item count
     gpu: bool = False
+    body_at_lines: bool = False  # `body` is at its cell's lines: compiled under its file name
 
     def to_json(self) -> dict:
         """The plan as plain JSON data for the step runtime."""

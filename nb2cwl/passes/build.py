@@ -333,7 +333,8 @@ def _plan(skeleton: MapSkeleton | None) -> MapPlan | None:
         targets=skeleton.targets, conditions=skeleton.conditions, element=skeleton.element,
         result=skeleton.result, body=skeleton.body, accumulators=skeleton.accumulators,
         gather_code=skeleton.gather_code, reads=skeleton.reads,
-        loop_locals=skeleton.loop_locals, keep_locals=skeleton.keep_locals, gpu=skeleton.gpu)
+        loop_locals=skeleton.loop_locals, keep_locals=skeleton.keep_locals, gpu=skeleton.gpu,
+        body_at_lines=skeleton.body_at_lines)
 
 
 def _check_merges(flow: Dataflow, step_of: dict[int, str], notebook: str) -> None:

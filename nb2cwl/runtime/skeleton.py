@@ -72,14 +72,14 @@ def _bounds(count: int, wanted: int) -> list[tuple[int, int]]:
 
 
 def run_items(plan: dict[str, Any], namespace: dict[str, Any], chunk_files: list[str],
-              out: str, replayable: set[str]) -> None:
+              out: str, replayable: set[str], filename: str | None = None) -> None:
     """Run the per-item code for every item of this job's chunk(s), in order.
 
     Each item's printed output is kept with its position, so the gather can put everything
     back in iteration order; the first item that raises stops the job, as it stops the loop.
     """
     chunks = [values.load_object(path, namespace) for path in chunk_files]
-    code = _Compiled(plan, namespace)
+    code = _Compiled(plan, namespace, filename)
     for name in plan.get("keep_locals", []):
         namespace.pop(name, None)  # present afterwards only if an iteration bound it
     records: list[tuple] = []
@@ -160,14 +160,17 @@ class _Compiled:
     the functions it calls may read, keeps its value.
     """
 
-    def __init__(self, plan: dict[str, Any], namespace: dict[str, Any]) -> None:
+    def __init__(self, plan: dict[str, Any], namespace: dict[str, Any],
+                 filename: str | None = None) -> None:
         self.scoped: Callable[..., Any] | None = None
         self._inner: Callable[[Any], tuple] | None = None
         if plan["body"] is None:
             exec(compile(_comprehension_source(plan), "<comprehension>", "exec"), namespace)
             self.scoped = namespace.pop(_LEVEL)
         else:
-            self.body = compile(plan["body"], "<loop body>", "exec")
+            # at its cell's lines, the body runs under the file name the kernel gave the cell
+            where = filename if filename and plan.get("body_at_lines") else "<loop body>"
+            self.body = compile(plan["body"], where, "exec")
             self.bindings = [compile(f"{target} = {ITEM}", "<target>", "exec")
                              for target in plan["targets"]]
 

@@ -360,7 +360,9 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
     elif role == "map":
         chunk_files = [args.one(f"chunk-{n}") for n in range(len(plan["iterables"]))]
         with warnings_once.recording():
-            skeleton.run_items(plan, namespace, chunk_files, out, replayable)
+            skeleton.run_items(plan, namespace, chunk_files, out, replayable,
+                               executor.cell_file(cell.get("source", cell["code"]),
+                                                  cell["execution_count"]))
     elif role == "gather":
         with open(args.one("prefix-report"), encoding="utf-8") as handle:
             split_report = json.load(handle)

@@ -206,6 +206,10 @@ notebook("warnings_in_scattered_loops", ("warnings-filters",))([
     "\nscores = [score(a) for a in data]\nprint(scores[:4])",
     "warnings.simplefilter('always', RuntimeWarning)",
     "again = [score(a) for a in data]\nprint(again == scores)",
+    "warnings.simplefilter('default', RuntimeWarning)\n\ndef heavy(a):\n    total = 0.0\n"
+    "    for k in range(3000):\n        total += math.sin(a[0] * k)\n    return round(total, 3)",
+    "results = []\nfor arr in data:\n    base = heavy(arr)\n    # the loop's own line warns\n"
+    "    results.append(float(np.log(arr).sum()) + base)  # zeros\nprint(results[:4])",
 ])
 
 notebook("logging_config", ("logging-config",))([

@@ -20,9 +20,9 @@ from nb2cwl.analysis.skeletons.checks import (
 )
 from nb2cwl.analysis.skeletons.comprehensions import collection_method
 from nb2cwl.analysis.skeletons.cost import hints_used, scatter_hinted, worth_it
+from nb2cwl.analysis.skeletons.loop_body import recording_body, recording_body_at_lines
 from nb2cwl.analysis.skeletons.model import (
     ACCUMULATING_METHODS,
-    RECORD,
     Blocked,
     MapSkeleton,
     Piece,
@@ -104,6 +104,8 @@ def loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: Piece,
             tuple(targets), tuple(iterables), stmt)
         targets = list(target_tuple)
     gather = "\n" * (piece.rel(stmt.tolineno)) + piece.suffix(stmt)
+    header = inner if len(iterables) == 2 and inner is not None else stmt  # the body's loop
+    at_lines = recording_body_at_lines(body, header.lineno, set(accumulators), piece)
     return MapSkeleton(
         cell_index=cell_index,
         line=piece.rel(stmt.lineno),
@@ -112,7 +114,8 @@ def loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: Piece,
         prefix_code=piece.prefix(stmt),
         iterables=iterable_sources,
         targets=tuple(targets),
-        body=_recording_body(body, set(accumulators)),
+        body=at_lines or recording_body(body, set(accumulators)),
+        body_at_lines=at_lines is not None,
         accumulators=tuple(accumulators),
         gather_code=gather,
         reads=data_reads(fx.reads - bound - set(accumulators), state, cell_index),
@@ -242,75 +245,6 @@ def _names_loaded(code: str) -> set[str]:
     except SyntaxError:
         return set()
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-
-
-def _recording_body(body: list[nodes.NodeNG], accumulators: set[str]) -> str:
-    """The loop body as code, each accumulation turned into a call of the recorder."""
-    source = "\n".join(stmt.as_string() for stmt in body)
-    tree = ast.parse(source)
-    tree = _RecordAccumulations(accumulators).visit(tree)
-    # `continue` ends the item's work: run the body inside a loop of one pass
-    once = ast.For(target=ast.Name("__nb2cwl_once__", ast.Store()),
-                   iter=ast.Tuple([ast.Constant(0)], ast.Load()), body=tree.body, orelse=[])
-    module = ast.Module(body=[once], type_ignores=[])
-    ast.fix_missing_locations(module)
-    return ast.unparse(module)
-
-
-class _RecordAccumulations(ast.NodeTransformer):
-    def __init__(self, accumulators: set[str]) -> None:
-        self.accumulators = accumulators
-
-    def _record(self, node: ast.stmt, *args: ast.expr) -> ast.stmt:
-        call = ast.Call(func=ast.Name(RECORD, ast.Load()), args=list(args), keywords=[])
-        return ast.copy_location(ast.Expr(call), node)
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        return node  # other scopes are left alone
-
-    def visit_Expr(self, node: ast.Expr) -> ast.stmt:
-        value = node.value
-        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-                and isinstance(value.func.value, ast.Name)
-                and value.func.value.id in self.accumulators
-                and value.func.attr in ACCUMULATING_METHODS and not value.keywords):
-            args = ast.Tuple(value.args, ast.Load())
-            return self._record(node, ast.Constant(value.func.value.id),
-                                ast.Constant("call:" + value.func.attr), args)
-        return node
-
-    def visit_Assign(self, node: ast.Assign) -> ast.stmt:
-        target = node.targets[0] if len(node.targets) == 1 else None
-        if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
-                and target.value.id in self.accumulators):
-            return self._record(node, ast.Constant(target.value.id), ast.Constant("setitem"),
-                                ast.Tuple([_key(target.slice), node.value], ast.Load()))
-        return node
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
-        op = type(node.op).__name__
-        target = node.target
-        if isinstance(target, ast.Name) and target.id in self.accumulators:
-            return self._record(node, ast.Constant(target.id), ast.Constant("iop:" + op),
-                                ast.Tuple([node.value], ast.Load()))
-        if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
-                and target.value.id in self.accumulators):
-            return self._record(node, ast.Constant(target.value.id),
-                                ast.Constant("isetitem:" + op),
-                                ast.Tuple([_key(target.slice), node.value], ast.Load()))
-        return node
-
-
-def _key(index: ast.expr) -> ast.expr:
-    """A subscript's index as a value: `a:b` is only syntax there, `slice(a, b)` is a value."""
-    if isinstance(index, ast.Slice):
-        parts = [index.lower, index.upper, index.step]
-        return ast.Call(ast.Name("slice", ast.Load()),
-                        [p if p is not None else ast.Constant(None) for p in parts], [])
-    if isinstance(index, ast.Tuple):
-        return ast.Tuple([_key(e) for e in index.elts], ast.Load())
-    return index
-
 
 
 def accumulated_values(body: list[nodes.NodeNG], accumulators: set[str]) -> list[nodes.NodeNG]:

@@ -43,6 +43,7 @@ class MapSkeleton:
     element: str | None = None  # comprehension: expression per item ("(k, v)" for dicts)
     result: str = "list"  # comprehension: "list", "set", "dict" or "iter"
     body: str | None = None  # loop: per-item code with accumulations turned into records
+    body_at_lines: bool = False  # `body` is at the lines the loop's body has in its cell
     accumulators: tuple[str, ...] = ()
     gather_code: str = ""  # the statement with the collection gathered, and the rest
     reads: tuple[str, ...] = ()  # globals the per-item code reads
