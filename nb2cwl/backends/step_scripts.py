@@ -109,9 +109,7 @@ def _first_import(workflow: Workflow) -> tuple[int, int] | None:
     """Where the notebook first imports TensorFlow or Keras: (cell, top-level statement)."""
     import ast
 
-    found = {c.index: c for s in workflow.steps for c in s.cells}
-    found.update({c.index: c for c in workflow.quiet_cells})
-    cells = sorted(found.items())
+    cells = sorted(workflow.code_cells().items())
     for index, cell in cells:
         try:
             tree = ast.parse(cell.code)
@@ -201,8 +199,8 @@ def _defining_cells(workflow: Workflow, definitions: list[dict]) -> dict[int, li
     written: the kernel named their code after the source (and counted them), so does the
     step (a warning or traceback from a replayed function names the cell's file and line)."""
     wanted = {d["cell"] for d in definitions if "line" in d}
-    cells = [c for s in workflow.steps for c in s.cells] + list(workflow.quiet_cells)
-    return {c.index: [c.source, c.execution_count] for c in cells if c.index in wanted}
+    return {index: [c.source, c.execution_count]
+            for index, c in workflow.code_cells().items() if index in wanted}
 
 
 def step_script(workflow: Workflow, step: Step, local: bool = False) -> str:

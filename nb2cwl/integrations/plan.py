@@ -18,10 +18,7 @@ from nb2cwl.ir.model import CellCode, Workflow
 
 def cell_sources(workflow: Workflow) -> dict[str, str]:
     """Each code cell's source by id (the cells steps run and those replayed in their place)."""
-    found: dict[str, str] = {}
-    for cell in [*(c for s in workflow.steps for c in s.cells), *workflow.quiet_cells]:
-        found.setdefault(cell.cell_id, cell.source)
-    return found
+    return {cell.cell_id: cell.source for cell in workflow.code_cells().values()}
 
 
 def _signatures(workflow: Workflow) -> dict[str, tuple[Any, ...]]:

@@ -274,6 +274,13 @@ class Workflow:
     # later cell, so a step compiles its cells with those of earlier cells
     future_imports: tuple[tuple[int, str], ...] = ()
 
+    def code_cells(self) -> dict[int, CellCode]:
+        """Every code cell a step runs or replays, by index (a cell no step runs as its own,
+        as the notebook has it)."""
+        found = {c.index: c for s in self.steps for c in s.cells}
+        found.update({c.index: c for c in self.quiet_cells})
+        return found
+
     @property
     def source_path(self) -> str:
         """The file holding the cells: the notebook, or the copy they were read from."""

@@ -113,10 +113,10 @@ def _units(workflow: Workflow, step: Step) -> list[Unit]:
     """The step's cells and the definitions it replays, in notebook order; a replayed
     definition as its cell has it, at its lines there (tracebacks and explain show those)."""
     wanted = set(step.replay)
-    cells = {c.index: c.code for s in workflow.steps for c in s.cells}
-    cells.update({c.index: c.code for c in workflow.quiet_cells})
+    cells = workflow.code_cells()
     units = [Unit(f"replay:{r.key}", r.cell_index,
-                  _as_in_cell(cells.get(r.cell_index), r.names) or r.code)
+                  _as_in_cell(cells[r.cell_index].code if r.cell_index in cells else None,
+                              r.names) or r.code)
              for r in workflow.replays if r.key in wanted]
     units += [Unit(f"cell:{c.index}", c.index, c.code) for c in step.cells]
     return units

@@ -26,13 +26,13 @@ _KERNEL_FOLDER = re.compile(r"^(?:.*/)?ipykernel_\d+/(?=[^/]+$)")
 _IN_KERNEL_FOLDER = "<ipykernel folder>/"
 
 
-def reduce_code(code: types.CodeType, inner: dict[int, types.CodeType]) -> Any:
-    """The reduction of `code` that keeps its file name, or NotImplemented: pickle it as
-    cloudpickle does. It holds a copy of `code`, pickled as cloudpickle does, which
+def reduce_code(code: types.CodeType, inner: dict[int, types.CodeType]) -> tuple | None:
+    """The reduction of `code` that keeps its file name, or None: pickle it as cloudpickle
+    does. It holds a copy of `code`, pickled as cloudpickle does, which
     `rebuild_code` renames (pickle would take `code` itself there for the result, being
     met again). `inner`: the copies by id, alive until the dump ends."""
     if id(code) in inner or code.co_filename in ("", _DYNAMIC):
-        return NotImplemented
+        return None
     copy = code.replace()
     inner[id(copy)] = copy
     lines = linecache.cache.get(code.co_filename)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import operator
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import values
+from . import live, values
+from .arguments import Arguments
 from .capture import Event, OutputCapture, replay, shifted
 from .failure import CellFailed, user_traceback
 from .warnings_once import shown_once
@@ -25,6 +27,37 @@ _IN_PLACE = {
 }
 
 RunCode = Callable[[str, bool], tuple[list[Event], float]]
+
+
+def run_part(role: str, spec: dict[str, Any], args: Arguments, namespace: dict[str, Any],
+             out: str, report: dict[str, Any], replayable: set[str], run_code: RunCode,
+             filename: str | None) -> None:
+    """Run the split, a map or the gather of a scattered loop's cell (`filename`: the one the
+    kernel gave the cell, for the loop's body at its lines)."""
+    cell, plan = spec["cells"][0], spec["plan"]
+    if role == "split":
+        live.cell_event(cell, "running")
+        report["prefix_events"], report["prefix_duration"] = split(
+            plan, namespace, out, run_code, replayable)
+        report["shards"] = len(os.listdir(os.path.join(out, "chunks_0")))
+    elif role == "map":
+        chunk_files = [args.one(f"chunk-{n}") for n in range(len(plan["iterables"]))]
+        run_items(plan, namespace, chunk_files, out, replayable, filename)
+    elif role == "gather":
+        with open(args.one("prefix-report"), encoding="utf-8") as handle:
+            split_report = json.load(handle)
+        prefix = (split_report.get("prefix_events", []), split_report.get("prefix_duration", 0))
+        where = (f"nb2cwl: step {spec['step']} failed at {spec['notebook']}, cell "
+                 f"{cell['index']} (id {cell['id']}), line {plan['line']}, in an iteration "
+                 "of the loop")
+        try:
+            outputs = gather(plan, namespace, args.get("results", []), prefix, run_code, where)
+        except LoopFailed as failed:
+            raise CellFailed(cell, None, str(failed), failed.outputs) from None
+        report["cells"].append({"index": cell["index"], "outputs": outputs,
+                                "execution_count": cell["execution_count"]})
+        live.cell_outputs(cell, outputs)
+        live.cell_event(cell, "done", execution_count=cell["execution_count"])
 
 
 def split(plan: dict[str, Any], namespace: dict[str, Any], out: str, run_code: RunCode,

@@ -335,7 +335,6 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
               report: dict[str, Any], replayable: set[str], settings: SettingsReplay,
               after_cell: Callable[[int], None]) -> None:
     role = spec.get("role", "cell")
-    namespace = executor.namespace
     if role == "cell":
         for cell in spec["cells"]:
             settings.before_cell(cell["index"])  # those of other steps' cells before this one
@@ -344,42 +343,21 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
                                     "execution_count": cell["execution_count"]})
             after_cell(cell["index"])
         return
-    cell, plan = spec["cells"][0], spec["plan"]
-    if role == "split":
-        live.cell_event(cell, "running")
+    cell = spec["cells"][0]
 
     def run_code(code: str, display: bool) -> tuple[list, float]:
         # the prefix before a loop, or the gather and the rest of the cell after it
         return _run_piece(cell, code, display, executor, spec)
 
-    if role == "split":
-        with warnings_once.recording():  # the loop's warnings, shown once (as one process)
-            report["prefix_events"], report["prefix_duration"] = skeleton.split(
-                plan, namespace, out, run_code, replayable)
-        report["shards"] = len(os.listdir(os.path.join(out, "chunks_0")))
-    elif role == "map":
-        chunk_files = [args.one(f"chunk-{n}") for n in range(len(plan["iterables"]))]
-        with warnings_once.recording():
-            skeleton.run_items(plan, namespace, chunk_files, out, replayable,
-                               executor.cell_file(cell.get("source", cell["code"]),
-                                                  cell["execution_count"]))
-    elif role == "gather":
-        with open(args.one("prefix-report"), encoding="utf-8") as handle:
-            split_report = json.load(handle)
-        prefix = (split_report.get("prefix_events", []), split_report.get("prefix_duration", 0))
-        where = (f"nb2cwl: step {spec['step']} failed at {spec['notebook']}, cell "
-                 f"{cell['index']} (id {cell['id']}), line {plan['line']}, in an iteration "
-                 "of the loop")
-        try:
-            with warnings_once.recording():
-                outputs = skeleton.gather(plan, namespace, args.get("results", []), prefix,
-                                          run_code, where)
-        except skeleton.LoopFailed as failed:
-            raise CellFailed(cell, None, str(failed), failed.outputs) from None
-        report["cells"].append({"index": cell["index"], "outputs": outputs,
-                                "execution_count": cell["execution_count"]})
-        live.cell_outputs(cell, outputs)
-        live.cell_event(cell, "done", execution_count=cell["execution_count"])
+    filename = executor.cell_file(_raw_source(cell), cell["execution_count"])
+    with warnings_once.recording():  # a scattered loop's warnings, shown once (one process)
+        skeleton.run_part(role, spec, args, executor.namespace, out, report, replayable,
+                          run_code, filename)
+
+
+def _raw_source(cell: dict[str, Any]) -> str:
+    """The cell as the notebook has it (the spec leaves it out where it is the code)."""
+    return cell.get("source", cell["code"])
 
 
 def _program_argv(spec: dict[str, Any]) -> list[str]:
@@ -468,7 +446,7 @@ def _run_piece(cell: dict[str, Any], code: str, display: bool, executor: Executo
     count = cell["execution_count"]
     with OutputCapture() as capture:
         ok, error = executor.run_code(code, display and not cell.get("quiet"), count,
-                                      last=display, source=cell.get("source", cell["code"]))
+                                      last=display, source=_raw_source(cell))
     if not ok:
         _failed(cell, error, spec, capture, executor.filename_of(count))
     return capture.events, capture.duration

@@ -59,7 +59,7 @@ class _Pickler(_BasePickler):  # type: ignore[misc, valid-type]
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, types.CodeType) and cloudpickle is not None:  # keeps its file name
             reduced = code_names.reduce_code(obj, self.code)
-            if reduced is not NotImplemented:
+            if reduced is not None:
                 return reduced
         if isinstance(obj, (type, types.FunctionType)) and obj.__module__ == "__main__":
             top = getattr(obj, "__qualname__", "").split(".")[0]
