@@ -18,8 +18,13 @@ from nb2cwl.checking.reference import kernel_environment
 def text_outputs(cell: dict) -> list[str]:
     """A code cell's outputs as comparable text: stream text and text/plain, normalised."""
     texts: list[str] = []
+    previous = None  # consecutive writes to one stream show as one text, however flushed
     for output in cell.get("outputs", []):
         kind = output["output_type"]
+        if kind == "stream" and previous == output["name"]:
+            texts[-1] += output["text"]
+            continue
+        previous = output["name"] if kind == "stream" else None
         if kind == "stream":
             texts.append(f"{output['name']}: {output['text']}")
         elif kind in ("execute_result", "display_data"):

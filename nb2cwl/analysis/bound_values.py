@@ -37,6 +37,7 @@ class BoundValues:
     syntactic_type: Callable[[nodes.NodeNG], str | None]
     qualify: Callable[[nodes.NodeNG], str | None]
     held_effects: Callable[[nodes.NodeNG], Effects | None]
+    seeded_object: Callable[[nodes.NodeNG], bool]
 
     def _learn_value(self, name: str, value: nodes.NodeNG) -> None:
         from nb2cwl.analysis.file_effects import is_path, literal_string
@@ -56,6 +57,8 @@ class BoundValues:
             state.immutable_items.add(name)
         if self._one_pass(value):
             state.iterators.add(name)
+        if self.seeded_object(value):
+            state.seeded.add(name)
         if isinstance(value, nodes.Lambda):
             state.functions[name] = summarize_function(value, state, self.cell_index, set())
         kind = self._state_of_value(value)

@@ -247,6 +247,8 @@ class CallEffects:
         if method in kb.MUTATING_METHODS or inplace:
             self.mutate(root, line, f".{method}()")
             return
+        if method in kb.PURE_METHODS and not self._notebook_method(method):
+            return  # a new value: x.mean(), df.astype(int), model.predict(X)
         if chain_has_call(receiver):
             self._returned_object_call(receiver, method, line)
             return
@@ -266,8 +268,13 @@ class CallEffects:
             return
         if kind_name == "module":
             return
-        if not self._known_library_object(root):
-            self._store_arguments(root, node)  # an object of unknown type may keep them
+        if kind_name in kb.GENERATOR_TYPES:
+            self.mutate(root, line, f".{method}() draws from the random generator {root}")
+            return
+        if self._known_library_object(root):  # ax.plot(...), model.fit(X, y): it changes
+            self.mutate(root, line, f".{method}() may modify {root}")
+            return
+        self._store_arguments(root, node)  # an object of unknown type may keep them
         self.mutate(root, line, f".{method}() on {root}, whose type is not known, may modify it")
         self.fx.notes.append(
             (line, f"{root}.{method}() counted as a possible mutation of {root} "
@@ -300,6 +307,11 @@ class CallEffects:
                                                     f"{node.func.name}() returned")
             node = node.expr if isinstance(node, nodes.Attribute) else (
                 node.func if isinstance(node, nodes.Call) else node.value)
+
+    def _notebook_method(self, method: str) -> bool:
+        """Whether one of the notebook's classes defines a method of that name."""
+        return any(summary.is_class and method in summary.methods
+                   for summary in self.state.functions.values())
 
     def _apply_methods_named(self, method: str) -> None:
         for name, summary in list(self.state.functions.items()):

@@ -15,8 +15,6 @@ from nb2cwl.analysis.names import root_name
 if TYPE_CHECKING:
     from nb2cwl.analysis.state import NamespaceState
 
-_SEED_KEYWORDS = ("random_state", "seed", "rng", "random_seed")
-
 
 class LibraryEffects:
     """Mixin for the effect walker: library calls and hidden state (see the module docstring)."""
@@ -24,7 +22,9 @@ class LibraryEffects:
     fx: Effects
     state: NamespaceState
 
-    qualify: Callable[[nodes.NodeNG], str | None]  # provided by the effect walker
+    # provided by the effect walker
+    qualify: Callable[[nodes.NodeNG], str | None]
+    mutate_expr: Callable[[nodes.NodeNG, int, str], None]
 
     def _library_call(self, node: nodes.Call, qualified: str | None, line: int) -> None:
         """A call into a library: the state it changes, seeds, and libraries unknown."""
@@ -58,16 +58,104 @@ class LibraryEffects:
             self.fx.rng.add(kb.RNG_STATE[module])
         library = kb.library_of(qualified)
         setting = kb.state_set_by_call(qualified) is not None  # sklearn.set_config draws nothing
-        if library is not None and library.draws and not setting and not _seeded(node):
+        if library is not None and library.draws and not setting and self.call_draws(
+                qualified, node):
             self.fx.rng |= library.draws
+
+    def call_draws(self, qualified: str, node: nodes.Call) -> bool:
+        """Whether a call into a library that draws takes numbers from a global generator.
+
+        Not when it is given its own seed (`random_state=0`), nor when it never draws
+        (`LinearRegression()`, `KFold(5)`), nor when it only draws through what it is given
+        and all of that is seeded (`cross_val_score(seeded_model, X, y)`). A generator given
+        as the seed (`random_state=rng`) is advanced by the call: a change of that object.
+        """
+        seed = self._seed_given(node)
+        if seed is not None:
+            return False
+        if kb.never_draws(qualified):
+            return _drawing_setting(node)
+        if qualified in kb.DRAWS_THROUGH_ARGUMENTS:
+            return self._arguments_draw(node, kb.DRAWS_THROUGH_ARGUMENTS[qualified])
+        return True
+
+    def _seed_given(self, node: nodes.Call) -> nodes.NodeNG | None:
+        """The value of the call's seed keyword, if it has one that is not None; a generator
+        object given there is marked as changed by the call."""
+        for keyword in node.keywords or ():
+            value = keyword.value
+            if keyword.arg not in kb.SEED_KEYWORDS or (
+                    isinstance(value, nodes.Const) and value.value is None):
+                continue
+            if not self._seed_value(value):
+                self.mutate_expr(value, node.lineno or 0,
+                                 f"{keyword.arg}={value.as_string()} draws from that generator")
+            return value
+        return None
+
+    def _seed_value(self, value: nodes.NodeNG) -> bool:
+        """A number (or a fresh generator) rather than a generator object that is shared."""
+        if isinstance(value, (nodes.Const, nodes.Call, nodes.BinOp, nodes.UnaryOp)):
+            return True  # 0, RandomState(i), rng.integers(1e9) (the draw is its own call), i + 1
+        if isinstance(value, nodes.Name):
+            return self.state.types.get(value.name) in kb.SCALAR_TYPES
+        if isinstance(value, nodes.Subscript):  # seeds[i]
+            root = root_name(value)
+            return root is not None and (root in self.state.immutable_items
+                                         or self.state.types.get(root) == "numpy.ndarray")
+        return False
+
+    def _arguments_draw(self, node: nodes.Call, which: str) -> bool:
+        """Whether an estimator given to the call may draw: a name of a drawing library's
+        object that is not seeded, or a call inside the arguments that draws. `which`: the
+        arguments that are estimators, "first" or "all" (and the estimator keywords)."""
+        positional = node.args[:1] if which == "first" else node.args
+        given = [k.value for k in node.keywords or () if k.arg in kb.ESTIMATOR_KEYWORDS]
+        for argument in [*positional, *given]:
+            for part in [argument, *argument.nodes_of_class((nodes.Name, nodes.Call))]:
+                if isinstance(part, nodes.Name) and part.name not in self.state.seeded and (
+                        part.name not in self.state.imports) and (
+                        _drawing_families(self.state.families.get(part.name, ()))):
+                    return True
+                if isinstance(part, nodes.Call):
+                    qualified = self.qualify(part.func)
+                    library = kb.library_of(qualified)
+                    if (qualified and library is not None and library.draws
+                            and self.call_draws(qualified, part)):
+                        return True
+        return False
+
+    def seeded_object(self, value: nodes.NodeNG) -> bool:
+        """`model = RandomForestClassifier(random_state=0)`: an object of a library that draws,
+        made so that none of its methods draws from a global generator."""
+        if not isinstance(value, nodes.Call):
+            return False
+        func = value.func
+        if isinstance(func, nodes.Attribute) and isinstance(func.expr, nodes.Call) and (
+                func.attrname in _RETURNS_ITSELF):
+            return self.seeded_object(func.expr)  # LogisticRegression().fit(X, y)
+        qualified = self.qualify(value.func)
+        library = kb.library_of(qualified)
+        if not qualified or library is None or not library.draws:
+            return False
+        if kb.state_set_by_call(qualified) is not None:
+            return False
+        root = root_name(value.func)
+        if root is None or root not in self.state.imports:
+            return False
+        last = qualified.rsplit(".", 1)[-1]
+        makes_object = last[:1].isupper() or qualified in kb.DRAWS_THROUGH_ARGUMENTS
+        return makes_object and not self.call_draws(qualified, value)
 
     def _receiver_draws(self, root: str, method: str, node: nodes.Call) -> None:
         """A method of a library's object that may draw from a hidden random generator
         (an estimator's fit, df.sample())."""
-        if _seeded(node):
+        if self._seed_given(node) is not None:
             return
         if method in kb.RANDOM_METHODS:
             self.fx.rng.add("rng:numpy")
+        if root in self.state.seeded:
+            return
         for family in self.state.families.get(root, ()):
             for library in kb.LIBRARIES:
                 if library.family == family:
@@ -86,10 +174,21 @@ class LibraryEffects:
             self.fx.module_state.add(f"{qualified}()")
 
 
-def _seeded(node: nodes.Call) -> bool:
-    """The call is given its own seed or generator (`random_state=0`): no global draw."""
+#: Methods of an estimator that return the estimator itself.
+_RETURNS_ITSELF = frozenset({"fit", "partial_fit", "set_params"})
+
+
+def _drawing_setting(node: nodes.Call) -> bool:
+    """`KFold(5, shuffle=True)`, `LogisticRegression(solver="saga")`: a setting under which a
+    call that otherwise never draws does."""
     for keyword in node.keywords or ():
-        if keyword.arg in _SEED_KEYWORDS and not (
-                isinstance(keyword.value, nodes.Const) and keyword.value.value is None):
+        values = kb.DRAWING_SETTINGS.get(keyword.arg or "")
+        if values is None:
+            continue
+        if not isinstance(keyword.value, nodes.Const) or keyword.value.value in values:
             return True
     return False
+
+
+def _drawing_families(families) -> bool:
+    return any(library.draws and library.family in families for library in kb.LIBRARIES)

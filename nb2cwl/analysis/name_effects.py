@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
+from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects, Hold
 from nb2cwl.analysis.names import (
     ELEMENT_SHARING_BUILTINS,
@@ -74,6 +75,7 @@ class NameEffects:
         self.fx.deletes.discard(name)
         self.figure_names.discard(name)
         state = self.state
+        first_binding = name not in state.bound
         state.bound.add(name)
         state.definitions.pop(name, None)
         state.const_strings.pop(name, None)
@@ -83,12 +85,16 @@ class NameEffects:
             # may or may not happen: keep what was known of the old value (aliases, function
             # effects) and learn nothing certain about the new one
             for other in self.roots_of(value) if value is not None else ():
-                if other != name and other not in state.imports:
+                if other != name and other not in state.imports and (
+                        state.types.get(other) not in kb.SCALAR_TYPES):
                     state.link(name, other)
             self._hand_on_group(name)
             if isinstance(value, nodes.Lambda):
                 self._merge_function(name, value)
             state.families[name] = state.families.get(name, frozenset()) | families
+            known = self.syntactic_type(value) if value is not None else None
+            if first_binding and known in kb.SCALAR_TYPES:  # a string made in a loop
+                state.types[name] = known
             return
         self.definite.add(name)
         state.unlink(name)
@@ -100,8 +106,9 @@ class NameEffects:
         self._learn_value(name, value)
         held: list[str] = []
         for other in sorted(self.roots_of(value)):
-            if other == name or other in state.imports:
-                continue
+            if other == name or other in state.imports or (
+                    state.types.get(other) in kb.SCALAR_TYPES):
+                continue  # a number or a string: nothing to share
             if (other not in state.functions and self._shares(value, other)) or (
                     self._shares_default(value, other)):
                 state.link(name, other)

@@ -23,7 +23,8 @@ FRESH_RESULT_METHODS = frozenset(
      "notna", "isnull", "notnull", "idxmax", "idxmin", "argmax", "argmin", "any", "all",
      "agg", "aggregate", "corr", "cov", "dot", "item", "splitlines", "title",
      "capitalize", "hex", "bit_length", "is_integer", "sort_values", "sort_index",
-     "reset_index", "dropna", "fillna", "merge", "apply", "map"}
+     "reset_index", "dropna", "fillna", "merge", "apply", "map", "score", "predict",
+     "predict_proba", "predict_log_proba", "decision_function"}
 )
 #: Builtins whose result holds the very objects of their arguments (list(d.values()), ...),
 #: or is part of them (vars(o) is o's namespace, getattr(o, "x") its attribute).

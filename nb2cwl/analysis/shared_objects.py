@@ -152,7 +152,9 @@ class SharedObjects:
             return
         for other in self.roots_of(value):
             if (other != container and other not in self.state.imports
-                    and other not in self.state.functions and self._shares(value, other)):
+                    and other not in self.state.functions
+                    and self.state.types.get(other) not in kb.SCALAR_TYPES
+                    and self._shares(value, other)):
                 self.state.link(container, other)
         self._hand_on_group(container)
 

@@ -46,6 +46,8 @@ class NamespaceState:
     held_calls: dict[str, Effects] = field(default_factory=dict)  # callables held in a value
     views: dict[str, frozenset[str]] = field(default_factory=dict)  # array views: name -> base
     bound: set[str] = field(default_factory=set)  # every global the notebook has bound
+    #: objects of a library that draws, made with their own seed (or that never draw)
+    seeded: set[str] = field(default_factory=set)
 
     def alias_group(self, name: str) -> frozenset[str]:
         """`name` and every name that may refer to the same (or a containing) object."""
@@ -81,3 +83,4 @@ class NamespaceState:
         self.families.pop(name, None)
         self.state_objects.pop(name, None)
         self.held_calls.pop(name, None)
+        self.seeded.discard(name)

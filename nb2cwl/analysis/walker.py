@@ -25,6 +25,7 @@ from nb2cwl.analysis.library_effects import LibraryEffects
 from nb2cwl.analysis.magic_effects import MagicEffects
 from nb2cwl.analysis.name_effects import NameEffects
 from nb2cwl.analysis.names import BUILTIN_NAMES, fresh_items, item_bindings, root_name
+from nb2cwl.analysis.scalars import SCALAR, scalar_items
 from nb2cwl.analysis.shared_objects import SharedObjects
 from nb2cwl.analysis.state import NamespaceState
 from nb2cwl.analysis.store_effects import StoreEffects
@@ -207,6 +208,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
 
     def _stmt_For(self, node: nodes.For) -> None:
         self.expression(node.iter)
+        bound_before = set(self.state.bound)
 
         def body() -> None:
             if fresh_items(node.iter):  # for key, group in df.groupby("k"): new frames
@@ -217,12 +219,23 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
                         self.state.families[name.name] = families
             else:
                 self.target(node.target, node.iter, iterated=True)
+            self._scalar_loop_variables(node, bound_before)
             self.statements(node.body)
             self.statements(node.orelse)
 
         self._conditional(body)
 
     _stmt_AsyncFor = _stmt_For
+
+    def _scalar_loop_variables(self, node: nodes.For, bound_before: set[str]) -> None:
+        """`for seed in range(8)`: the variable is a number, which shares nothing (unless
+        the name held something else before, which an empty loop would leave there)."""
+        if self.function_mode:
+            return
+        for name in scalar_items((node.target,), (node.iter,), self.state):
+            if name not in bound_before or self.state.types.get(name) in kb.SCALAR_TYPES:
+                self.state.unlink(name)
+                self.state.types[name] = SCALAR
 
     def _stmt_While(self, node: nodes.While) -> None:
         self.expression(node.test)

@@ -46,7 +46,8 @@ def explain_data(workflow: Workflow) -> dict[str, Any]:
                   for e in workflow.edges],
         "external_files": [{"path": p, "type": k} for p, k in workflow.external_files],
         "skeletons": list(workflow.skeletons),
-        "fallbacks": [{"cell": f.cell, "reason": f.reason} for f in workflow.fallbacks],
+        "fallbacks": [{"cell": f.cell, "reason": f.reason, "hazard": f.hazard, "fix": f.fix}
+                      for f in workflow.fallbacks],
         "settings": [{"cell": s.cell_index, "line": s.line, "code": s.code,
                       "changes": list(s.kinds), "replayed_once_imported": list(s.owners)}
                      for s in workflow.settings],
@@ -139,6 +140,8 @@ def explain_text(workflow: Workflow) -> str:
     for fallback in workflow.fallbacks:  # a script's: at its own lines
         where = workflow.notebook_name if script else f"cell {fallback.cell}"
         lines.append(f"fallback at {where}: {fallback.reason}")
+        if fallback.fix:
+            lines.append(f"  to run it in parallel: {fallback.fix}")
     for diagnostic in workflow.diagnostics:
         lines.append(str(diagnostic))
     return "\n".join(lines) + "\n"

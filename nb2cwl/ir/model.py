@@ -242,6 +242,8 @@ class Fallback:
     reason: str
     training: str | None = None  # training run as written: its kind ("tf1_session", ...)
     line: int = 0  # where in the cell (for training)
+    hazard: str | None = None  # a loop kept sequential: the kind of hazard
+    fix: str | None = None  # ... and the smallest change that would let it run in parallel
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,7 @@ def build_workflow(flow: Dataflow) -> Workflow:
         diagnostics=tuple(diagnostics),
         fallbacks=tuple(
             [Fallback(b.cell_index, f"{at(b.cell_index, b.line)}: {b.reason}; the loop runs "
-                                    "sequentially")
+                                    "sequentially", line=b.line, hazard=b.hazard, fix=b.fix)
              for c in flow.cells for b in c.analysis.blocked]
             + sequential
             + [Fallback(index, f"{at(index, line)}: {what}; the whole notebook runs as one "

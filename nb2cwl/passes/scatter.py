@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
+from nb2cwl.analysis.skeletons.model import HAZARDS
 from nb2cwl.ir.model import Fallback, Step, StepInput, Workflow, carries_value
 
 CHUNKS = "skeleton:chunks"
@@ -30,8 +31,10 @@ def scatter_loops(workflow: Workflow, chunks: int = 0) -> Workflow:
         keep = tuple(sorted(set(plan.keep_locals) | (set(step.outputs) & set(plan.loop_locals))))
         plan = replace(plan, keep_locals=keep)
         if step.writes_files or (step.sees_all_files and not _only_reads(step)):
-            fallbacks.append(Fallback(cell, f"line {plan.line}: the cell writes files; the loop "
-                                            "runs sequentially"))
+            limit = HAZARDS["cell_writes_files"]
+            fallbacks.append(Fallback(cell, f"line {plan.line}: {limit.what}; the loop runs "
+                                            "sequentially", line=plan.line,
+                                      hazard="cell_writes_files", fix=limit.fix))
             steps.append(replace(step, plan=None))
             continue
         plan = replace(plan, chunks=chunks)

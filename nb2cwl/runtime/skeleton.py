@@ -16,6 +16,7 @@ from .warnings_once import shown_once
 
 GATHERED = "__nb2cwl_gathered__"
 RECORD = "__nb2cwl_record__"
+READ_BACK = "__nb2cwl_read_back__"
 ITEM = "__nb2cwl_item__"
 
 _IN_PLACE = {
@@ -164,6 +165,17 @@ def _taken(op: str, args: tuple) -> tuple:
     return args
 
 
+def _read_back(ops: list[tuple[str, str, tuple]], name: str, key: Any) -> Any:
+    """`xs[-1]` after `xs.append(v)`, `d[k]` after `d[k] = v` in the same item: the value the
+    item recorded (the analysis allows these reads only after that one accumulation)."""
+    for recorded, op, args in reversed(ops):
+        if recorded == name and op == "call:append":
+            return args[0]
+        if recorded == name and op == "setitem" and args[0] == key:
+            return args[1]
+    raise KeyError(key)
+
+
 class _Stopped(Exception):
     """An item raised: no further item of this job runs."""
 
@@ -235,6 +247,7 @@ class _Compiled:
     def _finish(self, namespace: dict[str, Any]) -> tuple:
         ops: list[tuple[str, str, tuple]] = []
         namespace[RECORD] = lambda name, op, args: ops.append((name, op, _taken(op, args)))
+        namespace[READ_BACK] = lambda name, key: _read_back(ops, name, key)
         exec(self.body, namespace)
         return ("ops", ops)
 

@@ -34,8 +34,10 @@ from nb2cwl.analysis.knowledge.python import (
     OPAQUE_READ_FUNCTIONS,
     OPTIONAL_PATH_METHODS,
     PATH_METHODS,
+    PURE_METHODS,
     RNG_SAFE,
     RNG_STATE,
+    SCALAR_TYPES,
     STATE_READING_METHODS,
     STATEFUL_DECORATORS,
     STDLIB,
@@ -45,6 +47,14 @@ from nb2cwl.analysis.knowledge.python import (
     WEAK_REFERENCES,
 )
 from nb2cwl.analysis.knowledge.python import KNOWN_TYPES as _BUILTIN_KNOWN_TYPES
+from nb2cwl.analysis.knowledge.randomness import (
+    DRAWING_SETTINGS,
+    DRAWS_THROUGH_ARGUMENTS,
+    ESTIMATOR_KEYWORDS,
+    GENERATOR_TYPES,
+    SEED_KEYWORDS,
+    never_draws,
+)
 from nb2cwl.analysis.knowledge.science import JOBLIB, SCIPY, SKLEARN, STATSMODELS
 
 LIBRARIES: tuple[Library, ...] = (
@@ -156,8 +166,12 @@ def seed_of(qualified: str | None) -> str | None:
 __all__ = [
     "ARGUMENT_MUTATING_METHODS",
     "CONSTRUCTOR_TYPES",
+    "DRAWING_SETTINGS",
+    "DRAWS_THROUGH_ARGUMENTS",
+    "ESTIMATOR_KEYWORDS",
     "FILE_FUNCTIONS",
     "FILE_METHODS",
+    "GENERATOR_TYPES",
     "HOLDING_ATTRIBUTES",
     "HOLDING_METHODS",
     "IMMUTABLE_TYPES",
@@ -173,10 +187,13 @@ __all__ = [
     "OPAQUE_READ_FUNCTIONS",
     "OPTIONAL_PATH_METHODS",
     "PATH_METHODS",
+    "PURE_METHODS",
     "RANDOM_METHODS",
     "REPLAY",
     "RNG_SAFE",
     "RNG_STATE",
+    "SCALAR_TYPES",
+    "SEED_KEYWORDS",
     "SHARING_FUNCTIONS",
     "STATEFUL_DECORATORS",
     "STATE_READING_METHODS",
@@ -192,6 +209,7 @@ __all__ = [
     "family_of",
     "keeps_arguments",
     "library_of",
+    "never_draws",
     "results_linked",
     "seed_of",
     "state_object",

@@ -49,6 +49,31 @@ IMMUTABLE_TYPES = frozenset(
      "builtins.NoneType"}
 )
 
+#: Values that cannot be changed and hold nothing that can: their identity never matters.
+SCALAR_TYPES = frozenset(
+    {"builtins.str", "builtins.int", "builtins.float", "builtins.bool", "builtins.bytes",
+     "builtins.complex", "builtins.range", "builtins.NoneType"}
+)
+
+#: Methods that compute a new value from their receiver and change neither it nor their
+#: arguments, whatever the receiver (NumPy's and pandas' conventions, Python's): a function
+#: that only calls these on its parameter does not modify it. (Methods that may, with
+#: `inplace=True`, are counted as changes when given it.)
+PURE_METHODS = frozenset(
+    {"mean", "sum", "std", "var", "median", "min", "max", "prod", "cumsum", "cumprod",
+     "argmax", "argmin", "argsort", "idxmax", "idxmin", "any", "all", "count", "nunique",
+     "unique", "value_counts", "describe", "quantile", "round", "clip", "abs", "copy",
+     "astype", "tolist", "to_list", "to_numpy", "to_dict", "item", "reshape", "ravel",
+     "flatten", "transpose", "dot", "corr", "cov", "diff", "pct_change", "shift", "head",
+     "tail", "isna", "notna", "isnull", "notnull", "dropna", "fillna", "sort_values",
+     "sort_index", "reset_index", "set_index", "rename", "drop", "drop_duplicates",
+     "groupby", "agg", "aggregate", "merge", "join", "to_string", "to_frame", "squeeze",
+     "nonzero", "get", "keys", "values", "items", "split", "strip", "lower", "upper",
+     "replace", "startswith", "endswith", "format", "encode", "decode", "splitlines",
+     "predict", "predict_proba", "predict_log_proba", "decision_function", "score",
+     "transform", "get_params", "__len__", "__contains__", "index", "find"}
+)
+
 #: Call targets (qualified) whose result type is known without inference.
 CONSTRUCTOR_TYPES: dict[str, str] = {
     "list": "builtins.list", "dict": "builtins.dict", "set": "builtins.set",
@@ -60,6 +85,10 @@ CONSTRUCTOR_TYPES: dict[str, str] = {
     "collections.deque": "collections.deque", "collections.Counter": "collections.Counter",
     "collections.OrderedDict": "collections.OrderedDict",
     "collections.defaultdict": "collections.defaultdict",
+    # random generators: every draw advances them
+    "numpy.random.default_rng": "numpy.random.Generator",
+    "numpy.random.RandomState": "numpy.random.RandomState",
+    "random.Random": "random.Random",
 }
 
 #: Methods that modify values of one known type only (DataFrame.subtract returns a new frame).

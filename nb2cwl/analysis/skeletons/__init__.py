@@ -19,6 +19,7 @@ from nb2cwl.analysis.skeletons.comprehensions import comprehension, comprehensio
 from nb2cwl.analysis.skeletons.loops import loop
 from nb2cwl.analysis.skeletons.model import (
     GATHERED,
+    HAZARDS,
     HINTS,
     RECORD,
     REDUCERS,
@@ -31,7 +32,8 @@ from nb2cwl.analysis.skeletons.model import (
 from nb2cwl.analysis.state import NamespaceState
 from nb2cwl.analysis.walker import TypeInferrer
 
-__all__ = ["GATHERED", "HINTS", "RECORD", "REDUCERS", "Blocked", "MapSkeleton", "find_skeleton"]
+__all__ = ["GATHERED", "HAZARDS", "HINTS", "RECORD", "REDUCERS", "Blocked", "MapSkeleton",
+           "find_skeleton"]
 
 
 def find_skeleton(
@@ -59,7 +61,7 @@ def find_skeleton(
         if found is not None:
             return comprehension(stmt, found, state, cell_index, piece, infer)
     except Stop as stop:
-        return Blocked(cell_index, piece.rel(stop.line), stop.reason)
+        return Blocked(cell_index, piece.rel(stop.line), stop.reason, stop.hazard)
     return None
 
 

@@ -9,7 +9,14 @@ import copy
 from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
-from nb2cwl.analysis.names import BUILTIN_NAMES, item_bindings, root_name, value_roots
+from nb2cwl.analysis.names import (
+    BUILTIN_NAMES,
+    fresh_items,
+    item_bindings,
+    root_name,
+    value_roots,
+)
+from nb2cwl.analysis.scalars import SCALAR, scalar_items
 from nb2cwl.analysis.skeletons.model import Stop
 from nb2cwl.analysis.state import NamespaceState
 from nb2cwl.analysis.walker import EffectWalker, TypeInferrer
@@ -18,26 +25,32 @@ from nb2cwl.analysis.walker import EffectWalker, TypeInferrer
 def isolated(parts: list[nodes.NodeNG], iterables: tuple[nodes.NodeNG, ...],
               state: NamespaceState, bound: set[str], infer: TypeInferrer | None,
               statements: bool = False, targets: tuple[nodes.NodeNG, ...] = (),
-              accumulators: frozenset[str] = frozenset()):
-    """Effects of per-item code, walked on a copy of the namespace state.
+              accumulators: frozenset[str] = frozenset()) -> EffectWalker:
+    """A walker of the per-item code on a copy of the namespace state; its `fx` are the
+    code's effects.
 
     A loop variable refers to an item of its collection: changing the item through it
     changes the collection, which all iterations share. What the items add to an
     accumulator the gather adds, in order, to the accumulator itself, which it loads with
     whatever shares its object (`count = make_counter(items)`): those are not changed by
     the items (but reading one is reading the accumulator, see `accumulator_partners`).
+    A loop variable bound to a number or a string (`for seed in range(8)`) is one.
     """
     scratch = NamespaceState(
         imports=dict(state.imports), functions=dict(state.functions),
         definitions=dict(state.definitions), const_strings=dict(state.const_strings),
         types=dict(state.types), aliases=copy.copy(state.aliases),
-        star_imports=list(state.star_imports))
+        star_imports=list(state.star_imports), families=dict(state.families),
+        immutable_items=set(state.immutable_items), seeded=set(state.seeded))
     for name in accumulators:
         scratch.unlink(name)
     for target, iterable in zip(targets, iterables, strict=False):
         for name, roots in item_bindings(target, iterable).items():
             for root in roots - set(state.imports):
                 scratch.link(name, root)
+    for name in scalar_items(targets, iterables, state):
+        scratch.types[name] = SCALAR
+        scratch.unlink(name)
     walker = EffectWalker(scratch, -1, infer)
     walker.definite |= bound
     for part in iterables[1:]:
@@ -47,7 +60,7 @@ def isolated(parts: list[nodes.NodeNG], iterables: tuple[nodes.NodeNG, ...],
     else:
         for part in parts:
             walker.expression(part)
-    return walker.fx
+    return walker
 
 
 def accumulator_partners(accumulators: set[str], state: NamespaceState) -> dict[str, str]:
@@ -88,31 +101,59 @@ def read_by_callees(parts: list[nodes.NodeNG], state: NamespaceState) -> set[str
 _FIGURE_FAMILIES = frozenset({"matplotlib", "seaborn"})
 
 
-def check_effects(fx, local: set[str], accumulators: set[str], line: int) -> None:
+_GLOBAL_GENERATORS = {"rng:numpy": "NumPy's global random generator",
+                      "rng:random": "the global generator of Python's random module"}
+
+
+def check_effects(fx, local: set[str], accumulators: set[str], line: int,
+                  types: dict[str, str] | None = None,
+                  iterables: tuple[nodes.NodeNG, ...] = ()) -> None:
+    """The effects no scatter can keep: raises Stop with the first hazard found. A change
+    to the collection (through an item) is named before what an item may hold."""
+    types = types or {}
     for library in kb.LIBRARIES:
         if library.family in fx.families and library.uncarried_values:
-            raise Stop(line, f"an iteration uses {library.family}: "
+            raise Stop(line, "uncarried_values", f"an iteration uses {library.family}: "
                              f"{library.uncarried_values}, so other processes cannot have them")
     if fx.rng:
-        raise Stop(line, "an iteration draws from the global random generator, so results "
-                          "depend on the order (seed a generator per item instead)")
+        which = " and ".join(_GLOBAL_GENERATORS.get(r, r) for r in sorted(fx.rng))
+        raise Stop(line, "global_rng", f"an iteration draws from {which}, so results "
+                                        "depend on the order of the items")
     if fx.file_writes or fx.opaque_io:
-        raise Stop(line, "an iteration writes files, so the order of writes matters")
+        raise Stop(line, "file_writes", "an iteration writes or runs something outside Python "
+                          "(a file, a program), which the processes of a scatter could not "
+                          "hand on in order")
     if fx.holds:  # a library nb2cwl does not know, a seed: state of the process
-        raise Stop(line, f"an iteration: {fx.holds[0].reason}")
+        raise Stop(line, "process_state", f"an iteration: {fx.holds[0].reason}")
     if fx.families & _FIGURE_FAMILIES:
-        raise Stop(line, "an iteration may draw figures, which Jupyter shows at the end of the "
-                         "cell, in the order they were drawn")
+        raise Stop(line, "figures",
+                   "an iteration may draw figures, which Jupyter shows at the end of the "
+                   "cell, in the order they were drawn")
     if fx.module_state:  # each process would change its own copy
         what = sorted(fx.module_state)[0]
-        raise Stop(line, f"an iteration changes {what}, state of the module "
+        raise Stop(line, "module_state", f"an iteration changes {what}, state of the module "
                           f"{what.split('.')[0]} that each process has its own copy of")
     shared = sorted(fx.mutates - local - accumulators)
+    generators = [name for name in shared if types.get(name) in kb.GENERATOR_TYPES]
+    if generators:
+        raise Stop(line, "global_rng", f"an iteration draws from {generators[0]}, a random "
+                                        "generator all iterations share, so results depend "
+                                        "on the order of the items")
+    collections = set().union(*(value_roots(i) for i in iterables)) if iterables else set()
+    shared.sort(key=lambda name: (name not in collections, name))
     if shared:
-        raise Stop(line, f"an iteration modifies {shared[0]}, which all iterations share")
+        raise Stop(line, "shared_mutation",
+                   f"an iteration modifies {shared[0]}, which all iterations share")
     escaped = sorted(fx.writes - local - accumulators - {"__nb2cwl_item__"})
     if escaped:
-        raise Stop(line, f"an iteration rebinds the global {escaped[0]}")
+        raise Stop(line, "global_rebind", f"an iteration rebinds the global {escaped[0]}")
+
+
+def fresh_targets(targets: tuple[nodes.NodeNG, ...],
+                  iterables: tuple[nodes.NodeNG, ...]) -> set[str]:
+    """Loop variables bound to new objects per item (`for key, g in df.groupby("k")`)."""
+    return {n.name for target, iterable in zip(targets, iterables, strict=False)
+            if fresh_items(iterable) for n in target.nodes_of_class(nodes.AssignName)}
 
 
 def data_reads(names: set[str], state: NamespaceState, cell_index: int) -> tuple[str, ...]:
@@ -141,8 +182,9 @@ def eager_collections(iterables: tuple[nodes.NodeNG, ...], state: NamespaceState
     """
     for iterable in iterables:
         if lazy(iterable, state):
-            raise Stop(line, "the collection is produced item by item (a generator), so its "
-                              "own work interleaves with the loop's")
+            raise Stop(line, "lazy_collection",
+                       "the collection is produced item by item (a generator), so its "
+                       "own work interleaves with the loop's")
         shared_iterators([iterable], state, line)
         iterating = sorted(name for name, summary in state.functions.items()
                            if summary.is_class and summary.iterates_code)
@@ -151,8 +193,9 @@ def eager_collections(iterables: tuple[nodes.NodeNG, ...], state: NamespaceState
         unknown = (isinstance(iterable, (nodes.Name, nodes.Attribute))
                    and state.types.get(root_name(iterable) or "") not in kb.KNOWN_TYPES)
         if iterating and (unknown or called in iterating):
-            raise Stop(line, f"the collection may be an object of {iterating[0]}, whose "
-                             "__iter__ runs the notebook's code between the items")
+            raise Stop(line, "iterating_class",
+                       f"the collection may be an object of {iterating[0]}, whose "
+                       "__iter__ runs the notebook's code between the items")
 
 
 def lazy(node: nodes.NodeNG, state: NamespaceState) -> bool:
@@ -190,8 +233,9 @@ def stateful_callees(parts: list[nodes.NodeNG], state: NamespaceState, local: se
         where = call.lineno or line
         if summary is None:
             if name not in local and name not in BUILTIN_NAMES and name not in state.imports:
-                raise Stop(where, f"{name} is a callable value (a closure, partial or object): "
-                                   "what a call changes cannot be seen")
+                raise Stop(where, "callable_value",
+                           f"{name} is a callable value (a closure, partial or object): "
+                           "what a call changes cannot be seen")
             continue
         if any(isinstance(a, nodes.Starred) for a in call.args) or any(
                 k.arg is None for k in call.keywords or ()):
@@ -200,14 +244,16 @@ def stateful_callees(parts: list[nodes.NodeNG], state: NamespaceState, local: se
             k.arg for k in call.keywords or () if k.arg}
         kept = sorted((summary.param_mutations & summary.mutable_defaults) - passed)
         if kept:
-            raise Stop(where, f"{name}() changes its default value of {kept[0]}, which every "
-                               "call shares")
+            raise Stop(where, "mutable_default",
+                       f"{name}() changes its default value of {kept[0]}, which every "
+                       "call shares")
     for summary in callees(parts, state):
         stateful = sorted(d for d in summary.decorators
                           if d in kb.STATEFUL_DECORATORS or d in state.functions)
         if stateful:
-            raise Stop(line, f"{summary.name}() is decorated with {stateful[0]}, which may "
-                              "keep state between calls")
+            raise Stop(line, "stateful_decorator",
+                       f"{summary.name}() is decorated with {stateful[0]}, which may "
+                       "keep state between calls")
 
 
 def shared_iterators(parts: list[nodes.NodeNG], state: NamespaceState, line: int,
@@ -216,29 +262,30 @@ def shared_iterators(parts: list[nodes.NodeNG], state: NamespaceState, line: int
         for node in [part, *part.nodes_of_class(nodes.Name)]:
             if (isinstance(node, nodes.Name) and node.name in state.iterators
                     and node.name not in local):
-                raise Stop(node.lineno or line, f"{node.name} is an iterator: each use takes "
-                                                 "its next items, so its uses share it")
+                raise Stop(node.lineno or line, "shared_iterator",
+                           f"{node.name} is an iterator: each use takes "
+                           "its next items, so its uses share it")
 
 
-def check_shared_results(values: list[nodes.NodeNG], bound: set[str],
-                          iterables: tuple[nodes.NodeNG, ...], line: int,
-                          fresh: set[str] | None = None) -> None:
-    """Results built in other processes are copies: they must not be shared objects."""
+def check_shared_results(values: list[nodes.NodeNG], bound: set[str], line: int,
+                          walker: EffectWalker, fresh: set[str] | None = None) -> None:
+    """Results built in other processes are copies: they must not be shared objects.
+
+    What cannot be changed has no identity worth keeping: numbers, strings (a loop variable
+    bound to one), modules, functions and classes (they are what their definitions make in
+    every process), and new values a library call returns (`pd.read_csv(path)`).
+    """
     fresh = fresh or set()
+    state = walker.state
     for value in values:
-        roots = value_roots(value) - fresh
+        roots = {root for root in value_roots(value, walker.call_roots) - fresh
+                 if root not in state.imports and root not in state.functions
+                 and state.types.get(root) not in kb.SCALAR_TYPES}
         if not roots:
             continue
-        targets = roots & bound
-        if targets and all(counts(i) for i in iterables) and not roots - targets:
-            continue  # items of range(...) are numbers: nothing to share
         name = sorted(roots)[0]
-        raise Stop(value.lineno or line, f"the results would hold {name} itself; copies made "
-                                          "in other processes would not be the same object")
-
-
-def counts(iterable: nodes.NodeNG) -> bool:
-    return (isinstance(iterable, nodes.Call) and isinstance(iterable.func, nodes.Name)
-            and iterable.func.name == "range")
-
-
+        kind = "an item of the collection" if name in bound else "an object all items share"
+        raise Stop(value.lineno or line, "shared_results",
+                   f"the results would hold {name} itself ({kind}); "
+                   "copies made in other processes would not be the "
+                   "same object")

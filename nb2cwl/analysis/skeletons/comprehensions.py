@@ -12,6 +12,7 @@ from nb2cwl.analysis.skeletons.checks import (
     check_shared_results,
     data_reads,
     eager_collections,
+    fresh_targets,
     isolated,
     read_by_callees,
     shared_iterators,
@@ -82,12 +83,13 @@ def comprehension(
     node, reducer = found
     if reducer is not None and reducer not in REDUCERS:
         if reducer in SHORT_CIRCUIT:
-            raise Stop(node.lineno, f"{reducer}() may stop before the last item")
+            raise Stop(node.lineno, "short_circuit", f"{reducer}() may stop before the last item")
         return None  # an unknown consumer: it may expect a lazy iterator
     if reducer is not None and any(
             True for a in stmt.value.args[:-1] for _ in a.nodes_of_class(nodes.Call)):
-        raise Stop(node.lineno, f"an argument of {reducer}() before the loop calls code: it "
-                                 "runs before the items, and a gather would run it after them")
+        raise Stop(node.lineno, "reducer_argument",
+                   f"an argument of {reducer}() before the loop calls code: it "
+                   "runs before the items, and a gather would run it after them")
     if isinstance(node, nodes.Call):  # map(f, xs)
         func, iterable = node.args
         element = f"({func.as_string()})({'__nb2cwl_item__'})"
@@ -95,14 +97,17 @@ def comprehension(
         summary = state.functions.get(func.name) if isinstance(func, nodes.Name) else None
         if isinstance(func, nodes.Name) and summary is None and func.name not in (
                 BUILTIN_NAMES | set(state.imports)):
-            raise Stop(node.lineno, f"{func.name} is a callable value (a closure, partial or "
-                                     "object): what a call changes cannot be seen")
+            raise Stop(node.lineno, "callable_value",
+                       f"{func.name} is a callable value (a closure, partial or "
+                       "object): what a call changes cannot be seen")
         if isinstance(func, nodes.Attribute) and root_name(func) not in state.imports:
-            raise Stop(node.lineno, f"{func.as_string()} is a method of a notebook object: "
-                                     "calls may change that object, which all items share")
+            raise Stop(node.lineno, "notebook_method",
+                       f"{func.as_string()} is a method of a notebook object: "
+                       "calls may change that object, which all items share")
         if summary is not None and summary.param_mutations:
-            raise Stop(node.lineno, f"{func.name}() modifies its argument, an item of the "
-                                     "collection all iterations share")
+            raise Stop(node.lineno, "shared_mutation",
+                       f"{func.name}() modifies its argument, an item of the "
+                       "collection all iterations share")
         elements = [func]
         target_nodes: tuple[nodes.NodeNG, ...] = ()  # f's own effects are checked above
         form = "map(f, xs)"
@@ -110,9 +115,9 @@ def comprehension(
         generators = node.generators
         target_nodes = tuple(g.target for g in generators)
         if len(generators) > 2:
-            raise Stop(node.lineno, "more than two nested loops")
+            raise Stop(node.lineno, "unsupported", "more than two nested loops (not supported yet)")
         if any(g.is_async for g in generators):
-            raise Stop(node.lineno, "async comprehension")
+            raise Stop(node.lineno, "unsupported", "an async comprehension (not supported)")
         targets = tuple(g.target.as_string() for g in generators)
         iterables = tuple(g.iter for g in generators)
         conditions = tuple(tuple(c.as_string() for c in g.ifs) for g in generators)
@@ -134,12 +139,14 @@ def comprehension(
     bound = target_names(node)
     shared_iterators(elements, state, node.lineno, bound)
     stateful_callees(elements, state, bound, node.lineno)
-    fx = isolated(elements, iterables, state, bound, infer, targets=target_nodes)
-    check_effects(fx, bound, set(), node.lineno)
+    walker = isolated(elements, iterables, state, bound, infer, targets=target_nodes)
+    fx = walker.fx
+    check_effects(fx, bound, set(), node.lineno, state.types, iterables)
     # dict keys are hashable, so in practice immutable: sharing them cannot be observed
     results = [node.value] if isinstance(node, nodes.DictComp) else (
         [node.elt] if not isinstance(node, nodes.Call) else [])
-    check_shared_results(results, bound, iterables, node.lineno)
+    check_shared_results(results, bound, node.lineno, walker,
+                          fresh_targets(target_nodes, iterables))
     forced, gpu = hints_used(elements, piece)
     forced = forced or scatter_hinted(iterables, piece)
     if not forced and not worth_it(elements, state, mapped):
@@ -182,7 +189,8 @@ def collection_method(targets: tuple[str, ...], iterables: tuple[nodes.NodeNG, .
         if isinstance(iterables[1], nodes.Name):
             inner_reads.add(iterables[1].name)
         if outer & inner_reads:
-            raise Stop(node.lineno, "the inner loop's collection depends on the outer item")
+            raise Stop(node.lineno, "unsupported",
+                       "the inner loop's collection depends on the outer item (not supported yet)")
         return "nested_crossproduct", tuple(i.as_string() for i in iterables), targets
     only = iterables[0]
     target = targets[0]

@@ -7,16 +7,19 @@ import ast
 
 from astroid import nodes
 
-from nb2cwl.analysis.skeletons.model import ACCUMULATING_METHODS, RECORD, Piece
+from nb2cwl.analysis.skeletons.model import ACCUMULATING_METHODS, READ_BACK, RECORD, Piece
 
 ONCE = "for __nb2cwl_once__ in (0,):"
 
 
-def recording_body(body: list[nodes.NodeNG], accumulators: set[str]) -> str:
-    """The loop body as code, each accumulation turned into a call of the recorder."""
+def recording_body(body: list[nodes.NodeNG], accumulators: set[str],
+                   read_backs: set[str] | frozenset[str] = frozenset()) -> str:
+    """The loop body as code, each accumulation turned into a call of the recorder, and each
+    read of what the iteration just added (`xs[-1]`, see `loops.read_backs`) into a call
+    that returns the value recorded."""
     source = "\n".join(stmt.as_string() for stmt in body)
     tree = ast.parse(source)
-    tree = RecordAccumulations(accumulators).visit(tree)
+    tree = RecordAccumulations(accumulators, read_backs).visit(tree)
     # `continue` ends the item's work: run the body inside a loop of one pass
     once = ast.For(target=ast.Name("__nb2cwl_once__", ast.Store()),
                    iter=ast.Tuple([ast.Constant(0)], ast.Load()), body=tree.body, orelse=[])
@@ -26,8 +29,19 @@ def recording_body(body: list[nodes.NodeNG], accumulators: set[str]) -> str:
 
 
 class RecordAccumulations(ast.NodeTransformer):
-    def __init__(self, accumulators: set[str]) -> None:
+    def __init__(self, accumulators: set[str],
+                 read_backs: set[str] | frozenset[str] = frozenset()) -> None:
         self.accumulators = accumulators
+        self.read_backs = read_backs
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        self.generic_visit(node)
+        if (isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name)
+                and node.value.id in self.read_backs):
+            call = ast.Call(func=ast.Name(READ_BACK, ast.Load()),
+                            args=[ast.Constant(node.value.id), _key(node.slice)], keywords=[])
+            return ast.copy_location(call, node)
+        return node
 
     def _record(self, node: ast.stmt, *args: ast.expr) -> ast.stmt:
         call = ast.Call(func=ast.Name(RECORD, ast.Load()), args=list(args), keywords=[])
@@ -45,7 +59,7 @@ class RecordAccumulations(ast.NodeTransformer):
             args = ast.Tuple(value.args, ast.Load())
             return self._record(node, ast.Constant(value.func.value.id),
                                 ast.Constant("call:" + value.func.attr), args)
-        return node
+        return self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> ast.stmt:
         target = node.targets[0] if len(node.targets) == 1 else None
@@ -53,7 +67,7 @@ class RecordAccumulations(ast.NodeTransformer):
                 and target.value.id in self.accumulators):
             return self._record(node, ast.Constant(target.value.id), ast.Constant("setitem"),
                                 ast.Tuple([_key(target.slice), node.value], ast.Load()))
-        return node
+        return self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
         op = type(node.op).__name__
@@ -66,7 +80,7 @@ class RecordAccumulations(ast.NodeTransformer):
             return self._record(node, ast.Constant(target.value.id),
                                 ast.Constant("isetitem:" + op),
                                 ast.Tuple([_key(target.slice), node.value], ast.Load()))
-        return node
+        return self.generic_visit(node)
 
 
 def _key(index: ast.expr) -> ast.expr:
@@ -81,7 +95,8 @@ def _key(index: ast.expr) -> ast.expr:
 
 
 def recording_body_at_lines(body: list[nodes.NodeNG], header: int, accumulators: set[str],
-                            piece: Piece) -> str | None:
+                            piece: Piece,
+                            read_backs: set[str] | frozenset[str] = frozenset()) -> str | None:
     """The per-item code as `recording_body` makes it, but as written and at the lines the
     body (of the loop on line `header`) has in its cell: a warning or traceback from it names
     the cell's line, as in the kernel. None where that cannot be done exactly (a body on the
@@ -95,6 +110,8 @@ def recording_body_at_lines(body: list[nodes.NodeNG], header: int, accumulators:
         tree = ast.parse("if True:\n" + "\n".join(lines))  # the body keeps its indentation
     except SyntaxError:
         return None
+    if read_backs:
+        return None  # the reads are rewritten inside statements: recording_body's code
     located = _LocatedRecords(accumulators)
     located.visit(tree)
     for old, new in located.replaced:

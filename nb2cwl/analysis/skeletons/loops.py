@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 from astroid import nodes
+from astroid.const import Context
 
 from nb2cwl.analysis.skeletons.checks import (
     accumulator_partners,
@@ -13,6 +14,7 @@ from nb2cwl.analysis.skeletons.checks import (
     check_shared_results,
     data_reads,
     eager_collections,
+    fresh_targets,
     isolated,
     read_by_callees,
     shared_iterators,
@@ -35,9 +37,9 @@ from nb2cwl.analysis.walker import TypeInferrer
 def loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: Piece,
           infer: TypeInferrer | None) -> MapSkeleton | Blocked | None:
     if stmt.orelse:
-        raise Stop(stmt.lineno, "the loop has an else clause")
+        raise Stop(stmt.lineno, "unsupported", "the loop has an else clause (not supported yet)")
     if isinstance(stmt, nodes.AsyncFor):
-        raise Stop(stmt.lineno, "async for loop")
+        raise Stop(stmt.lineno, "unsupported", "an async for loop (not supported)")
     targets = [stmt.target.as_string()]
     target_nodes = [stmt.target]
     iterables: list[nodes.NodeNG] = [stmt.iter]
@@ -65,33 +67,41 @@ def loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: Piece,
         used = {n.name for n in [iterable, *iterable.nodes_of_class(nodes.Name)]
                 if isinstance(n, nodes.Name)} & set(accumulators)
         if used:
-            raise Stop(iterable.lineno or stmt.lineno, f"the loop's collection reads "
-                        f"{sorted(used)[0]}, which the iterations add to")
+            raise Stop(iterable.lineno or stmt.lineno, "collection_grows",
+                       f"the loop's collection reads "
+                       f"{sorted(used)[0]}, which the iterations add to")
     shared_iterators(body, state, stmt.lineno, bound | locals_)
     stateful_callees(body, state, bound | locals_, stmt.lineno)
-    fx = isolated(body, tuple(iterables), state, bound, infer, statements=True,
-                   targets=tuple(target_nodes), accumulators=frozenset(accumulators))
+    walker = isolated(body, tuple(iterables), state, bound, infer, statements=True,
+                       targets=tuple(target_nodes), accumulators=frozenset(accumulators))
+    fx = walker.fx
     partners = accumulator_partners(set(accumulators), state)
     seen = sorted((fx.reads | read_by_callees(body, state)) & set(partners))
     if seen:
-        raise Stop(stmt.lineno, f"the loop reads {seen[0]}, which shares its object with "
-                                f"{partners[seen[0]]}, which earlier iterations change")
+        raise Stop(stmt.lineno, "accumulator_read",
+                   f"the loop reads {seen[0]}, which shares its object with "
+                   f"{partners[seen[0]]}, which earlier iterations change")
     carried = (fx.reads & locals_) - bound
     if carried:
         name = sorted(carried)[0]
-        raise Stop(_first_load(body, name) or stmt.lineno,
+        raise Stop(_first_load(body, name) or stmt.lineno, "loop_carried",
                     f"{name} is written in one iteration and read in a later one")
+    backs = read_backs(body, accumulators, state)
     for name in accumulators:
-        line = _other_use(body, name)
+        line = _other_use(body, name, backs.get(name, set()))
         if line:
-            raise Stop(line, f"the loop reads {name}, which earlier iterations change")
+            raise Stop(line, "accumulator_read",
+                       f"the loop reads {name}, which earlier iterations change")
     indirect = sorted(set(accumulators) & read_by_callees(body, state))
     if indirect:
-        raise Stop(stmt.lineno, f"a function the loop calls reads {indirect[0]}, which "
-                                 "earlier iterations change")
-    check_effects(fx, bound | locals_, set(accumulators), stmt.lineno)
-    check_shared_results(accumulated_values(body, set(accumulators)), bound | locals_,
-                          tuple(iterables), stmt.lineno, locals_)
+        raise Stop(stmt.lineno, "accumulator_read",
+                   f"a function the loop calls reads {indirect[0]}, which "
+                   "earlier iterations change")
+    check_effects(fx, bound | locals_, set(accumulators), stmt.lineno, state.types,
+                  tuple(iterables))
+    check_shared_results(accumulated_values(body, set(accumulators)), bound, stmt.lineno,
+                          walker, locals_ | fresh_targets(tuple(target_nodes),
+                                                          tuple(iterables)))
     keep = tuple(sorted((locals_ | bound) & _names_loaded(piece.suffix(stmt))))
     forced, gpu = hints_used(body, piece)
     forced = forced or scatter_hinted(tuple(iterables), piece)
@@ -105,7 +115,8 @@ def loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: Piece,
         targets = list(target_tuple)
     gather = "\n" * (piece.rel(stmt.tolineno)) + piece.suffix(stmt)
     header = inner if len(iterables) == 2 and inner is not None else stmt  # the body's loop
-    at_lines = recording_body_at_lines(body, header.lineno, set(accumulators), piece)
+    at_lines = recording_body_at_lines(body, header.lineno, set(accumulators), piece,
+                                       set(backs))
     return MapSkeleton(
         cell_index=cell_index,
         line=piece.rel(stmt.lineno),
@@ -114,7 +125,7 @@ def loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: Piece,
         prefix_code=piece.prefix(stmt),
         iterables=iterable_sources,
         targets=tuple(targets),
-        body=at_lines or recording_body(body, set(accumulators)),
+        body=at_lines or recording_body(body, set(accumulators), set(backs)),
         body_at_lines=at_lines is not None,
         accumulators=tuple(accumulators),
         gather_code=gather,
@@ -131,11 +142,13 @@ def _no_early_exit(body: list[nodes.NodeNG]) -> None:
         for node in walk_same_scope(stmt):
             if isinstance(node, (nodes.Break, nodes.Return)):
                 word = "break" if isinstance(node, nodes.Break) else "return"
-                raise Stop(node.lineno, f"{word} ends the loop early")
+                raise Stop(node.lineno, "early_exit", f"{word} ends the loop early")
             if isinstance(node, (nodes.Yield, nodes.YieldFrom, nodes.Await)):
-                raise Stop(node.lineno, "yield or await inside the loop")
+                raise Stop(node.lineno, "unsupported",
+                           "yield or await inside the loop (not supported)")
             if isinstance(node, (nodes.Global, nodes.Nonlocal)):
-                raise Stop(node.lineno, "global or nonlocal inside the loop")
+                raise Stop(node.lineno, "global_rebind",
+                           "global or nonlocal inside the loop: an iteration rebinds a global")
 
 
 def walk_same_scope(node: nodes.NodeNG):
@@ -205,9 +218,57 @@ def _assigned(body: list[nodes.NodeNG]) -> set[str]:
     return names
 
 
-def _other_use(body: list[nodes.NodeNG], name: str) -> int | None:
-    """A line where the loop reads `name` other than to accumulate into it."""
-    allowed: set[int] = set()
+#: Types whose last appended item is `[-1]`, and whose item stored at a key is `[key]`.
+_APPENDED_LAST = frozenset({"builtins.list", "collections.deque"})
+_STORED_AT_KEY = frozenset({"builtins.dict", "collections.OrderedDict",
+                            "collections.defaultdict"})
+
+
+def read_backs(body: list[nodes.NodeNG], accumulators: list[str],
+               state: NamespaceState) -> dict[str, set[int]]:
+    """Reads of what the same iteration has just added: `xs.append(v)` then `xs[-1]`, or
+    `d[k] = v` then `d[k]` (a k-fold loop printing each fold's score). They see this
+    iteration's value, whatever the other iterations did, so they block nothing; the per-item
+    code reads the recorded value instead. Only where the one accumulation into the name is
+    unconditional, at the top of the body, and before the reads, with the key not rebound.
+    Returns, per accumulator, the ids of the names read so."""
+    found: dict[str, set[int]] = {}
+    for name in accumulators:
+        writes = [node for stmt in body for node in walk_same_scope(stmt)
+                  if accumulation_target(node) == name]
+        if len(writes) != 1 or not any(writes[0] is stmt for stmt in body):
+            continue
+        write = writes[0]
+        position = next(i for i, stmt in enumerate(body) if stmt is write)
+        kind = state.types.get(name)
+        if isinstance(write, nodes.Expr) and kind in _APPENDED_LAST and (
+                write.value.func.attrname == "append"):
+            key = "-1"
+        elif isinstance(write, nodes.Assign) and kind in _STORED_AT_KEY:
+            index = write.targets[0].slice
+            used = {n.name for n in index.nodes_of_class(nodes.Name)}
+            if isinstance(index, nodes.Name):
+                used.add(index.name)
+            if used & _assigned(body[position:]) or not isinstance(index, (
+                    nodes.Name, nodes.Const, nodes.Tuple)):
+                continue
+            key = index.as_string()
+        else:
+            continue
+        ids = {id(node.value) for stmt in body[position + 1:] for node in walk_same_scope(stmt)
+               if isinstance(node, nodes.Subscript) and isinstance(node.value, nodes.Name)
+               and node.value.name == name and node.ctx == Context.Load
+               and node.slice.as_string() == key}
+        if ids:
+            found[name] = ids
+    return found
+
+
+def _other_use(body: list[nodes.NodeNG], name: str,
+               read_back: set[int] | frozenset[int] = frozenset()) -> int | None:
+    """A line where the loop reads `name` other than to accumulate into it (or to read back
+    what the same iteration added, `read_back`)."""
+    allowed: set[int] = set(read_back)
     for stmt in body:
         for node in walk_same_scope(stmt):
             if accumulation_target(node) == name:

@@ -1,0 +1,75 @@
+"""Which loop variables are bound to numbers or strings: their identity never matters, and
+nothing can change them in place."""
+
+from __future__ import annotations
+
+from astroid import nodes
+
+from nb2cwl.analysis.state import NamespaceState
+
+#: The type a loop variable bound to numbers or strings is given in the per-item walk.
+SCALAR = "builtins.int"
+
+
+def scalar_items(targets: tuple[nodes.NodeNG, ...], iterables: tuple[nodes.NodeNG, ...],
+                 state: NamespaceState) -> set[str]:
+    """Loop variables bound to numbers or strings: items of `range(...)`, of a literal list
+    of them, of a name holding one, the index of `enumerate`, the parts of `zip` and of
+    `itertools.product` of such collections."""
+    found: set[str] = set()
+    for target, iterable in zip(targets, iterables, strict=False):
+        found |= _scalar_targets(target, iterable, state)
+    return found
+
+
+def _scalar_targets(target: nodes.NodeNG, iterable: nodes.NodeNG,
+                    state: NamespaceState) -> set[str]:
+    names = {n.name for n in target.nodes_of_class(nodes.AssignName)}
+    if scalar_collection(iterable, state):
+        return names
+    if not isinstance(iterable, nodes.Call) or iterable.keywords:
+        return set()
+    qualified = _qualified(iterable.func, state)
+    parts = target.elts if isinstance(target, (nodes.Tuple, nodes.List)) else None
+    if parts is None:
+        return set()
+    if qualified == "enumerate" and len(parts) == 2 and len(iterable.args) == 1:
+        index = {n.name for n in parts[0].nodes_of_class(nodes.AssignName)}
+        return index | _scalar_targets(parts[1], iterable.args[0], state)
+    if qualified in ("zip", "itertools.product") and len(parts) == len(iterable.args):
+        found: set[str] = set()
+        for part, arg in zip(parts, iterable.args, strict=True):
+            found |= _scalar_targets(part, arg, state) if qualified == "zip" else (
+                {n.name for n in part.nodes_of_class(nodes.AssignName)}
+                if scalar_collection(arg, state) else set())
+        return found
+    return set()
+
+
+def _qualified(func: nodes.NodeNG, state: NamespaceState) -> str:
+    """`product` or `itertools.product` (as imported) -> itertools.product; builtins as is."""
+    head, dot, rest = func.as_string().partition(".")
+    return state.imports.get(head, head) + dot + rest
+
+
+def scalar_collection(node: nodes.NodeNG, state: NamespaceState) -> bool:
+    """A collection whose items are numbers or strings (or tuples of them)."""
+    if isinstance(node, (nodes.List, nodes.Tuple, nodes.Set)):
+        return bool(node.elts) and all(_constant(e) for e in node.elts)
+    if isinstance(node, nodes.Name):
+        return node.name in state.immutable_items
+    if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Name):
+        if node.func.name == "range":
+            return node.func.name not in state.bound
+        if node.func.name in ("list", "tuple", "sorted", "set", "reversed") and (
+                len(node.args) == 1):
+            return scalar_collection(node.args[0], state)
+    return False
+
+
+def _constant(node: nodes.NodeNG) -> bool:
+    if isinstance(node, nodes.Const):
+        return True
+    if isinstance(node, nodes.UnaryOp) and isinstance(node.operand, nodes.Const):
+        return True  # -1
+    return isinstance(node, nodes.Tuple) and all(_constant(e) for e in node.elts)
