@@ -242,11 +242,13 @@ class CallEffects:
             k.arg == "inplace" and not (isinstance(k.value, nodes.Const) and not k.value.value)
             for k in node.keywords or ()
         )
+        if method in kb.MUTATING_METHODS or inplace:
+            self.mutate(root, line, f".{method}()")  # the receiver changes, then holds them:
+            if method in kb.STORING_METHODS:      # `kept.append(row)` does not change row
+                self._store_arguments(root, node)
+            return
         if method in kb.STORING_METHODS:
             self._store_arguments(root, node)
-        if method in kb.MUTATING_METHODS or inplace:
-            self.mutate(root, line, f".{method}()")
-            return
         if method in kb.PURE_METHODS and not self._notebook_method(method):
             return  # a new value: x.mean(), df.astype(int), model.predict(X)
         if chain_has_call(receiver):

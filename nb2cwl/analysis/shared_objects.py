@@ -45,6 +45,7 @@ class SharedObjects:
     locals: set[str]
     definite: set[str]
     figure_names: set[str]
+    hands_on: bool
 
     # provided by the effect walker
     qualify: Callable[[nodes.NodeNG], str | None]
@@ -171,6 +172,8 @@ class SharedObjects:
 
         Loaded from different cells, two names for one object would become two objects.
         """
+        if not self.hands_on:
+            return
         for member in sorted(self.state.alias_group(name) - {name}):
             if member not in self.definite:
                 self.fx.reads.add(member)

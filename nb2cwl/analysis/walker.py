@@ -61,6 +61,9 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         self.local_aliases: dict[str, set[str]] = {}
         self.item_roots: dict[str, set[str]] = {}  # comprehension variable -> its collections
         self.figure_names: set[str] = set()  # bound to parts of the cell's current figure
+        # names that come to share objects are handed on together by the cell (see
+        # SharedObjects); not in a loop's per-item code, whose results are checked apart
+        self.hands_on = True
         # what the decorators (or a base's __init_subclass__) of a def or class changed
         self.defining_changes: set[str] = set()
         self.owner_class: str | None = None  # the class whose method this body is

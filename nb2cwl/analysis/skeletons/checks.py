@@ -52,6 +52,7 @@ def isolated(parts: list[nodes.NodeNG], iterables: tuple[nodes.NodeNG, ...],
         scratch.types[name] = SCALAR
         scratch.unlink(name)
     walker = EffectWalker(scratch, -1, infer)
+    walker.hands_on = False  # what the results hold is check_shared_results' question
     walker.definite |= bound
     for part in iterables[1:]:
         walker.expression(part)
@@ -120,9 +121,9 @@ def check_effects(fx, local: set[str], accumulators: set[str], line: int,
         raise Stop(line, "global_rng", f"an iteration draws from {which}, so results "
                                         "depend on the order of the items")
     if fx.file_writes or fx.opaque_io:
-        raise Stop(line, "file_writes", "an iteration writes or runs something outside Python "
-                          "(a file, a program), which the processes of a scatter could not "
-                          "hand on in order")
+        raise Stop(line, "file_writes",
+                   "an iteration writes files or runs programs, which the processes of a "
+                   "scatter could not hand on in order")
     if fx.holds:  # a library nb2cwl does not know, a seed: state of the process
         raise Stop(line, "process_state", f"an iteration: {fx.holds[0].reason}")
     if fx.families & _FIGURE_FAMILIES:
@@ -133,7 +134,8 @@ def check_effects(fx, local: set[str], accumulators: set[str], line: int,
         what = sorted(fx.module_state)[0]
         raise Stop(line, "module_state", f"an iteration changes {what}, state of the module "
                           f"{what.split('.')[0]} that each process has its own copy of")
-    shared = sorted(fx.mutates - local - accumulators)
+    escaped = sorted(fx.writes - local - accumulators - {"__nb2cwl_item__"})
+    shared = sorted(fx.mutates - local - accumulators - set(escaped))
     generators = [name for name in shared if types.get(name) in kb.GENERATOR_TYPES]
     if generators:
         raise Stop(line, "global_rng", f"an iteration draws from {generators[0]}, a random "
@@ -144,7 +146,6 @@ def check_effects(fx, local: set[str], accumulators: set[str], line: int,
     if shared:
         raise Stop(line, "shared_mutation",
                    f"an iteration modifies {shared[0]}, which all iterations share")
-    escaped = sorted(fx.writes - local - accumulators - {"__nb2cwl_item__"})
     if escaped:
         raise Stop(line, "global_rebind", f"an iteration rebinds the global {escaped[0]}")
 
