@@ -493,7 +493,8 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
         workflow, _ = compile_to_directory(args.notebook, out_dir, options)
         configs, values = _run_config(args, workflow, out_dir)
         with shield():
-            server.start(out_dir, options.python, engine.env)
+            server.start(out_dir, options.python, engine.env, workflow.preload,
+                         os.path.dirname(os.path.abspath(args.notebook)))
         _warn(workflow)
         if not args.quiet:
             print(f"compiled {workflow.notebook_name}: {len(workflow.steps)} steps in {out_dir}")

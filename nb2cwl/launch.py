@@ -204,14 +204,22 @@ class StepServer:
         self.path = os.path.join(self.directory, "server")
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self, out_dir: str, python: str, env: dict[str, str]) -> None:
-        """Start it with the steps' interpreter and the workflow's runtime copy."""
+    def start(self, out_dir: str, python: str, env: dict[str, str],
+              preload: tuple[str, ...] = (), beside: str | None = None) -> None:
+        """Start it with the steps' interpreter and the workflow's runtime copy; it imports
+        the libraries `preload` names (Workflow.preload) once for every step, except one a
+        file or folder of the same name beside the notebook (`beside`) would shadow."""
         executable = shutil.which(python, path=env.get("PATH"))
         if executable is None:  # the steps will say so themselves
             return
         env = {k: v for k, v in env.items() if k not in (SERVER_ENV, PARENT_ENV)}
+        if beside is not None:
+            preload = tuple(name for name in preload
+                            if not os.path.exists(os.path.join(beside, name + ".py"))
+                            and not os.path.exists(os.path.join(beside, name)))
         self.process = subprocess.Popen(
-            [executable, "-m", f"{RUNTIME_PACKAGE}.forkserver", self.path], cwd=out_dir,
+            [executable, "-m", f"{RUNTIME_PACKAGE}.forkserver", self.path, *preload],
+            cwd=out_dir,
             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True)
 

@@ -578,10 +578,12 @@ EXAMPLE = [
         1. generate a synthetic (seeded) dataset of three groups;
         2. **branch A**: summary statistics per group;
         3. **branch B**: a linear fit of `y` against `x`;
-        4. plot the data and the fit;
-        5. write `summary.csv` and print a short report.
+        4. **branch C**: a bootstrap interval of the slope, in 8 independent batches;
+        5. plot the data and the fit;
+        6. write `summary.csv` and print a short report.
 
-        Branches A and B only depend on the dataset, so a workflow can run them in parallel.
+        Branches A, B and C only depend on the dataset, and C's batches on nothing but
+        their seeds, so a workflow runs them in parallel.
     """),
     code("setup", """
         %matplotlib inline
@@ -623,6 +625,30 @@ EXAMPLE = [
         rmse = float(np.sqrt(np.mean(residuals**2)))
         print(f"y = {slope:.3f} * x + {intercept:.3f}  (rmse {rmse:.3f})")
     """),
+    md("about-bootstrap", """
+        ## Branch C: how certain is the slope?
+
+        A bootstrap in 8 independent batches, each with a seed of its own: the batches run
+        side by side as a workflow.
+    """),
+    code("bootstrap", """
+        def bootstrap_slopes(seed, resamples=5000):
+            batch_rng = np.random.default_rng(seed)
+            xv, yv = df["x"].to_numpy(), df["y"].to_numpy()
+            found = np.empty(resamples)
+            for i in range(resamples):
+                idx = batch_rng.integers(0, len(xv), len(xv))
+                found[i] = np.polyfit(xv[idx], yv[idx], 1)[0]
+            return found
+
+
+        batches = []
+        for seed in range(8):
+            batches.append(bootstrap_slopes(seed))
+        slopes = np.concatenate(batches)
+        low, high = np.percentile(slopes, [2.5, 97.5])
+        print(f"slope 95% interval from {len(slopes)} resamples: [{low:.3f}, {high:.3f}]")
+    """),
     md("about-plot", "## Plot\n\nPoints coloured by group, with the fitted line."),
     code("plot", """
         fig, ax = plt.subplots(figsize=(6, 4))
@@ -649,6 +675,7 @@ EXAMPLE = [
             f"rows: {len(df)}",
             f"highest mean y: {best} ({summary.loc[best, 'mean_y']:.3f})",
             f"fit: slope {slope:.3f}, intercept {intercept:.3f}, rmse {rmse:.3f}",
+            f"slope 95% interval: [{low:.3f}, {high:.3f}]",
         ]
         print("\\n".join(lines))
     """),

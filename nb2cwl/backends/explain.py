@@ -52,6 +52,7 @@ def explain_data(workflow: Workflow) -> dict[str, Any]:
                       "changes": list(s.kinds), "replayed_once_imported": list(s.owners)}
                      for s in workflow.settings],
         "skipped_magics": list(workflow.skipped_magics),
+        "preload": list(workflow.preload),
         "parameters": [{"name": p.name, "type": p.type, "default": p.default,
                         "cell": p.cell_index, "line": p.line} for p in workflow.parameters],
         "runtime": RUNTIME,
@@ -133,6 +134,9 @@ def explain_text(workflow: Workflow) -> str:
             first = setting.code.strip().splitlines()[0][:70]
             lines.append(f"  cell {setting.cell_index} line {setting.line}: {first}  "
                          f"({', '.join(setting.kinds)})")
+    if workflow.preload:
+        lines.append("imported once for every local step, before any (the notebook opens "
+                     "with them): " + ", ".join(workflow.preload))
     if workflow.skipped_magics:
         lines.append("magics not run in steps: " + ", ".join(
             f"%{m}" for m in workflow.skipped_magics) + " (see the warnings below)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import time
 from dataclasses import asdict, dataclass, field, replace
 
 from nb2cwl.checking.compare import Entry, compare
@@ -42,6 +43,8 @@ class CheckReport:
     tolerance: float | None
     repeated: bool
     run_folder: str = ""
+    kernel_seconds: float = 0.0  # the kernel's top-to-bottom run, its start included
+    workflow_seconds: float = 0.0  # nb2cwl's run of the compiled workflow, engine included
 
     @property
     def equal(self) -> bool:
@@ -52,6 +55,8 @@ class CheckReport:
         """The report as JSON data."""
         return {"notebook": self.notebook, "equal": self.equal, "rtol": self.tolerance,
                 "repeated": self.repeated, "run": self.run_folder,
+                "seconds": {"kernel": round(self.kernel_seconds, 3),
+                            "workflow": round(self.workflow_seconds, 3)},
                 "normalised": "memory addresses, %time/%timeit times, the kernel's process "
                               "id in cells' file names, progress bars' rewritten lines",
                 "cells": [asdict(c) for c in self.cells]}
@@ -65,8 +70,11 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
 
     workflow, _ = compile_to_directory(path, out_dir, options)
     files = [relative for relative, _ in workflow.external_files]
+    started = time.monotonic()
     reference = reference_outputs(path, files, timeout)
+    kernel_seconds = time.monotonic() - started
     second = reference_outputs(path, files, timeout) if repeat else None
+    started = time.monotonic()
     try:
         summary = run_workflow(workflow, out_dir, quiet=True)
         results = summary.results_dir
@@ -77,6 +85,7 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
         if not runs or not glob.glob(os.path.join(runs[-1], "*.executed.ipynb")):
             raise
         results = runs[-1]
+    workflow_seconds = time.monotonic() - started
     (executed,) = glob.glob(os.path.join(results, "*.executed.ipynb"))
     with open(executed, encoding="utf-8") as handle:
         actual = executed_outputs(json.load(handle))
@@ -84,7 +93,8 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
     cells = [_judge(index, ids.get(index, ""), reference[index], actual.get(index),
                     second.get(index) if second is not None else None, second is not None,
                     rtol, workflow) for index in sorted(reference)]
-    report = CheckReport(workflow.notebook_name, cells, rtol, repeat, results)
+    report = CheckReport(workflow.notebook_name, cells, rtol, repeat, results,
+                         kernel_seconds, workflow_seconds)
     with open(os.path.join(results, REPORT), "w", encoding="utf-8") as handle:
         json.dump(report.to_json(), handle, indent=1)
         handle.write("\n")
@@ -149,5 +159,9 @@ def render(report: CheckReport) -> str:
         lines += [f"      explain: {note}" for note in cell.known]
         if cell.suggestion:
             lines.append(f"      try: {cell.suggestion}")
+    if report.kernel_seconds and report.workflow_seconds:
+        lines.append(f"time: {report.workflow_seconds:.1f} s as a workflow, "
+                     f"{report.kernel_seconds:.1f} s in a Jupyter kernel top to bottom (its "
+                     f"start included): {report.workflow_seconds / report.kernel_seconds:.2f}x")
     lines.append(f"report: {os.path.join(report.run_folder, REPORT)}")
     return "\n".join(lines) + "\n"

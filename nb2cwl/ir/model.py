@@ -275,6 +275,8 @@ class Workflow:
     # `from __future__ import X` statements (cell, feature): in a kernel they hold for every
     # later cell, so a step compiles its cells with those of earlier cells
     future_imports: tuple[tuple[int, str], ...] = ()
+    # libraries a step server may import before any step (analysis/preload.py)
+    preload: tuple[str, ...] = ()
 
     def code_cells(self) -> dict[int, CellCode]:
         """Every code cell a step runs or replays, by index (a cell no step runs as its own,

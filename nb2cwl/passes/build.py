@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from nb2cwl.analysis.dataflow import Dataflow
+from nb2cwl.analysis.preload import preloadable
 from nb2cwl.analysis.skeletons import MapSkeleton
 from nb2cwl.analysis.training import ONE_DEVICE
 from nb2cwl.errors import Diagnostic, DirectiveError
@@ -109,6 +110,7 @@ def build_workflow(flow: Dataflow) -> Workflow:
         parameter_cell=notebook.parameters.cell_index if notebook.parameters else None,
         future_imports=tuple((c.index, feature) for c in flow.cells
                              for feature in _future_features(c.analysis.cell.code)),
+        preload=preloadable(c.analysis.cell.code for c in flow.cells),
     )
 
 

@@ -14,7 +14,10 @@ Signals the step process gets are forwarded to the child's process group; should
 process die, the child sees its connection close and kills its group. The server exits with
 the `nb2cwl run` that started it (PR_SET_PDEATHSIG), or on SIGTERM.
 
-Usage: python -m nb2cwl_runtime.forkserver SOCKET_PATH
+With libraries to preload (the notebook's own, which it imports before anything else, see
+nb2cwl/analysis/preload.py), the server imports them too: each step then finds them imported.
+
+Usage: python -m nb2cwl_runtime.forkserver SOCKET_PATH [MODULE ...]
 """
 
 from __future__ import annotations
@@ -36,13 +39,20 @@ MAX_REQUEST = 16 * 1024 * 1024
 _PR_SET_PDEATHSIG = 1
 
 
-def serve(path: str) -> None:
-    """Listen on `path`, warm up, then fork a child for every request until SIGTERM."""
+def serve(path: str, preload: tuple[str, ...] = ()) -> None:
+    """Listen on `path`, warm up (importing the notebook's libraries `preload`), then fork a
+    child for every request until SIGTERM."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)  # at once: steps that connect early wait in the backlog
     listener.listen(128)
     _die_with_parent()
     _warm_up()
+    before = dict(os.environ)
+    if not _preload(preload):
+        preload = ("?",)  # something showed: the steps run on their own (see _acceptable)
+    # what the imports set in the environment (scikit-learn: KMP_INIT_AT_FORK=FALSE), which
+    # a step importing them itself would have set too
+    set_by_imports = {k: v for k, v in os.environ.items() if before.get(k) != v}
     # what the server imported lives as long as any child: no collection in a child scans it
     # again (IPython's reset at exit collects), and its pages stay shared
     gc.collect()
@@ -69,7 +79,7 @@ def serve(path: str) -> None:
             request, fds = _receive(conn)
         except (OSError, ValueError):
             continue
-        if not _acceptable(request, runtime):
+        if not _acceptable(request, runtime, preload, before):
             _close(conn, fds)  # the step runs on its own (it sees the connection close)
             continue
         pid = os.fork()
@@ -78,7 +88,7 @@ def serve(path: str) -> None:
             listener.close()
             for fd in (wake_read, wake_write):
                 os.close(fd)
-            _become_step(conn, request, fds)
+            _become_step(conn, request, fds, set_by_imports)
         assert os.getpid() == me
         for fd in fds:
             os.close(fd)
@@ -112,6 +122,36 @@ def _warm_up() -> None:
         kernel_shell.warm_up()
 
 
+def _preload(modules: tuple[str, ...]) -> bool:
+    """Import the notebook's libraries that may be imported early (analysis/preload.py).
+
+    False when an import printed or warned: a step that imports the library itself would show
+    that in its cell, and a child of this server would not. (A library that cannot be
+    imported here is left to the steps, which report it.)
+    """
+    if not modules:
+        return True
+    import importlib
+    import io
+    import warnings
+
+    shown = io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(
+            shown), contextlib.redirect_stderr(shown):
+        warnings.simplefilter("always")
+        for name in modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+    return not caught and not shown.getvalue()
+
+
+#: What the preloaded libraries read from the environment when imported (thread counts,
+#: their own options, warnings): a step asking with other values runs on its own.
+_LIBRARY_ENVIRONMENT = ("OMP_", "OPENBLAS", "MKL_", "KMP_", "NUMEXPR_", "BLIS_", "VECLIB_",
+                        "GOTO", "NPY_", "NUMPY_", "PANDAS_", "SCIPY_", "SKLEARN_",
+                        "PYTHONWARNINGS", "PYTHONPATH")
+
+
 def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     """The request (JSON) and the three standard streams sent with it."""
     data, fds, _flags, _address = socket.recv_fds(conn, 65536, 3)
@@ -131,16 +171,28 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return request, list(fds)
 
 
-def _acceptable(request: dict[str, Any], runtime: str) -> bool:
-    """Only steps of this very runtime and interpreter: anything else runs on its own."""
+def _acceptable(request: dict[str, Any], runtime: str, preload: tuple[str, ...] = (),
+                environment: dict[str, str] | None = None) -> bool:
+    """Only steps of this very runtime and interpreter: anything else runs on its own. With
+    libraries preloaded, only steps whose environment gives those libraries what this
+    server's gave them (`environment`, as it was before), and none when their import showed
+    something ("?")."""
+    if environment is None:
+        environment = dict(os.environ)
+    if "?" in preload:
+        return False
     try:
         same_runtime = os.path.realpath(request["runtime"]) == runtime
         same_python = os.path.realpath(request["python"]) == os.path.realpath(sys.executable)
         # a forked child keeps the server's string hashing: only steps asking for the same
         same_hashing = request["env"].get("PYTHONHASHSEED") == os.environ.get("PYTHONHASHSEED")
+        env = request["env"]
+        same_libraries = not preload or all(
+            env.get(name) == environment.get(name)
+            for name in set(env) | set(environment) if name.startswith(_LIBRARY_ENVIRONMENT))
     except (KeyError, TypeError, AttributeError):
         return False
-    return same_runtime and same_python and same_hashing
+    return same_runtime and same_python and same_hashing and same_libraries
 
 
 def _close(conn: socket.socket, fds: list[int]) -> None:
@@ -173,8 +225,10 @@ def _reap(children: dict[int, socket.socket]) -> None:
         conn.close()
 
 
-def _become_step(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
-    """Turn this fresh child into the step process that asked, run the step, exit."""
+def _become_step(conn: socket.socket, request: dict[str, Any], fds: list[int],
+                 set_by_imports: dict[str, str] | None = None) -> None:
+    """Turn this fresh child into the step process that asked, run the step, exit
+    (`set_by_imports`: what the preloaded libraries' imports set in the environment)."""
     signal.set_wakeup_fd(-1)
     for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(signum, signal.SIG_DFL)
@@ -186,6 +240,7 @@ def _become_step(conn: socket.socket, request: dict[str, Any], fds: list[int]) -
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    os.environ.update(set_by_imports or {})
     import tempfile
 
     tempfile.tempdir = None  # found again from the step's TMPDIR
@@ -236,4 +291,4 @@ def _watch_step_process(conn: socket.socket) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], tuple(sys.argv[2:]))

@@ -79,30 +79,34 @@ def split(plan: dict[str, Any], namespace: dict[str, Any], out: str, run_code: R
         shortest = min(len(c) for c in collections)  # zip stops at the shorter one
         collections = [c[:shortest] for c in collections]
     wanted = plan.get("chunks") or os.cpu_count() or 1
-    first = _bounds(len(collections[0]), wanted)
-    for number, collection in enumerate(collections):
-        if number == 1 and plan["method"] == "nested_crossproduct":
-            bounds = [(0, len(collection))]  # the inner collection travels whole
+    cut = [_shares(len(collections[0]), wanted)] * len(collections)
+    if plan["method"] == "nested_crossproduct":
+        # a grid: cut the inner collection where it has items enough, so that every job
+        # runs every outer item (costs often grow with it: n_estimators, epochs), else cut
+        # the outer one; the jobs are every pair of an outer and an inner share
+        if len(collections[1]) >= wanted:
+            cut = [[slice(None)], _shares(len(collections[1]), wanted)]
         else:
-            bounds = first
+            cut = [cut[0], [slice(None)]]
+    for number, collection in enumerate(collections):
+        shares = cut[number]
         folder = os.path.join(out, f"chunks_{number}")
         os.makedirs(folder, exist_ok=True)
-        for index, (start, stop) in enumerate(bounds):
-            chunk = list(enumerate(collection))[start:stop]
-            values.dump_object(chunk, os.path.join(folder, f"chunk-{index:06d}.pkl"),
+        numbered = list(enumerate(collection))
+        for index, share in enumerate(shares):
+            values.dump_object(numbered[share], os.path.join(folder, f"chunk-{index:06d}.pkl"),
                                replayable, f"the items of {plan['iterables'][number]}")
     return timeline, offset
 
 
-def _bounds(count: int, wanted: int) -> list[tuple[int, int]]:
+def _shares(count: int, wanted: int) -> list[slice]:
+    """Which items each chunk runs: every `chunks`-th one, from its own start. Items next to
+    each other often cost alike (a grid's largest models come last, a file list is sorted
+    by size), so dealing them out like cards balances the chunks where cutting the list
+    into runs would give one chunk all the heavy items. The gather puts them back in order
+    by their numbers."""
     chunks = max(1, min(count, wanted))
-    size, extra = divmod(count, chunks)
-    bounds, start = [], 0
-    for index in range(chunks):
-        stop = start + size + (1 if index < extra else 0)
-        bounds.append((start, stop))
-        start = stop
-    return bounds
+    return [slice(index, None, chunks) for index in range(chunks)]
 
 
 def run_items(plan: dict[str, Any], namespace: dict[str, Any], chunk_files: list[str],
@@ -119,9 +123,17 @@ def run_items(plan: dict[str, Any], namespace: dict[str, Any], chunk_files: list
     records: list[tuple] = []
     try:
         if plan["method"] == "nested_crossproduct":
+            # every job with the same outer items binds them; the first inner share's job
+            # keeps what binding them showed (a comprehension's outer filter)
+            first_inner = os.path.basename(chunk_files[1]) == "chunk-000000.pkl"
             for outer_index, outer in chunks[0]:
-                kept = _record(records, (outer_index, -1), lambda outer=outer: code.bind_test(
-                    namespace, 0, outer))
+                bound: list[tuple] = []
+                try:
+                    kept = _record(bound, (outer_index, -1),
+                                   lambda outer=outer: code.bind_test(namespace, 0, outer))
+                finally:
+                    if first_inner or any(record[3][0] == "error" for record in bound):
+                        records += bound
                 if not kept:
                     continue
                 for inner_index, inner in chunks[1]:

@@ -73,3 +73,7 @@ class Library:
     linked_results: bool = False
     #: too big for astroid to parse when inferring types (seconds each)
     heavy: bool = False
+    #: importing it before the notebook's first statement cannot be told from importing it
+    #: there: it reads no file of the working folder, starts no thread a fork would lose,
+    #: and its settings come from the environment only (the step server imports it once)
+    preloadable: bool = False

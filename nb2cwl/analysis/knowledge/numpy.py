@@ -11,6 +11,7 @@ ERROR_HANDLING = StateKind("NumPy's floating-point error handling (np.seterr)", 
 NUMPY = Library(
     family="numpy",
     modules=("numpy",),
+    preloadable=True,
     settings={
         "numpy.set_printoptions": PRINT_OPTIONS, "numpy.set_string_function": PRINT_OPTIONS,
         "numpy.seterr": ERROR_HANDLING, "numpy.seterrcall": ERROR_HANDLING,

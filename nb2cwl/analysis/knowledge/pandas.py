@@ -12,6 +12,7 @@ EXTENSIONS = StateKind("pandas' classes (a registered accessor or extension type
 PANDAS = Library(
     family="pandas",
     modules=("pandas",),
+    preloadable=True,
     settings={
         "pandas.set_option": OPTIONS, "pandas.reset_option": OPTIONS,
         "pandas.set_eng_float_format": OPTIONS,

@@ -74,6 +74,17 @@ PURE_METHODS = frozenset(
      "transform", "get_params", "__len__", "__contains__", "index", "find"}
 )
 
+#: Modules whose import changes nothing a later import of another library could see (it
+#: sets no environment variable, option or path): a step server may import the notebook's
+#: libraries that follow them before them (analysis/preload.py). matplotlib reads its
+#: settings file and picks its backend, which concerns no other library.
+IMPORTS_WITHOUT_EFFECTS = frozenset({
+    "os", "sys", "math", "cmath", "re", "json", "time", "random", "itertools", "functools",
+    "collections", "pathlib", "typing", "warnings", "datetime", "string", "statistics",
+    "glob", "csv", "pickle", "copy", "dataclasses", "logging", "operator", "textwrap",
+    "decimal", "fractions", "heapq", "bisect", "enum", "abc", "io", "contextlib", "shutil",
+    "tempfile", "uuid", "hashlib", "pprint", "gc", "matplotlib"})
+
 #: Call targets (qualified) whose result type is known without inference.
 CONSTRUCTOR_TYPES: dict[str, str] = {
     "list": "builtins.list", "dict": "builtins.dict", "set": "builtins.set",

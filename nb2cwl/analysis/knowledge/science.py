@@ -18,9 +18,10 @@ SKLEARN = Library(
                                  "sklearn.compose.make_column_transformer"}),
     classes_keep_arguments=True,
     heavy=True,
+    preloadable=True,
 )
 SCIPY = Library(family="scipy", modules=("scipy",), draws=frozenset({"rng:numpy"}),
-                classes_keep_arguments=True, heavy=True)
+                classes_keep_arguments=True, heavy=True, preloadable=True)
 STATSMODELS = Library(family="statsmodels", modules=("statsmodels",),
                       draws=frozenset({"rng:numpy"}), classes_keep_arguments=True, heavy=True)
 JOBLIB = Library(family="joblib", modules=("joblib",), file_functions={

@@ -1,0 +1,173 @@
+"""Realistic notebooks with parallel work, nbclient vs `nb2cwl run` (issue 24's targets).
+
+Each notebook is run top to bottom by nbclient (its kernel's start included) and by the
+`nb2cwl run` command in a fresh output folder (compiling, StreamFlow and every step included),
+one after the other in this one run, on this machine; the ratio is the workflow's time over
+the kernel's. Targets on 2 cores: every notebook with independent work at most 0.8x, their
+median at most 0.7x, an order-dependent notebook at most 1.15x.
+
+- grid_search: a scikit-learn grid of 8 random forests (every `random_state=0`);
+- bootstrap: 8 bootstrap batches of a fit, a NumPy generator seeded per batch;
+- per_file: 8 CSV files, each read and fitted;
+- heavy_cells: 3 independent cells of about 2 s each (pure Python, NumPy, a seeded generator);
+- example: the demo's notebook (notebooks/example.ipynb);
+- ordered: a loop whose items all draw from one generator (stays sequential).
+
+Usage: python benchmarks/bench_realistic.py [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell, new_notebook
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_SKLEARN_DATA = """\
+import numpy as np
+from sklearn.datasets import make_classification
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.model_selection import train_test_split
+X, y = make_classification(n_samples=2000, n_features=20, random_state=0)
+Xtr, Xte, ytr, yte = train_test_split(X, y, random_state=0)"""
+
+NOTEBOOKS: dict[str, list[str]] = {
+    "grid_search": [_SKLEARN_DATA, """\
+results = []
+for n in [60, 120]:
+    for depth in [4, 6, 8, 10]:
+        model = RandomForestClassifier(n_estimators=n, max_depth=depth, random_state=0)
+        model.fit(Xtr, ytr)
+        results.append((n, depth, round(model.score(Xte, yte), 4)))
+print(max(results, key=lambda r: r[2]))"""],
+    "bootstrap": ["import numpy as np\nrng = np.random.default_rng(0)\n"
+                  "x = rng.uniform(0, 10, 200)\ny = 2.5 * x + rng.normal(0, 2, 200)", """\
+def batch(seed, resamples=5000):
+    g = np.random.default_rng(seed)
+    out = np.empty(resamples)
+    for i in range(resamples):
+        idx = g.integers(0, len(x), len(x))
+        out[i] = np.polyfit(x[idx], y[idx], 1)[0]
+    return out
+
+
+batches = []
+for seed in range(8):
+    batches.append(batch(seed))
+print(np.round(np.percentile(np.concatenate(batches), [2.5, 97.5]), 3))"""],
+    "per_file": ["import numpy as np\nimport pandas as pd\nfrom sklearn.linear_model import "
+                 "Ridge\nrng = np.random.default_rng(0)\npaths = []\nfor i in range(8):\n"
+                 "    path = f'part{i}.csv'\n"
+                 "    pd.DataFrame(rng.normal(size=(40000, 6)), columns=list('abcdef'))"
+                 ".to_csv(path, index=False)\n    paths.append(path)", """\
+coefs = {}
+for path in paths:
+    frame = pd.read_csv(path)
+    frame["g"] = frame["a"].rolling(50).mean().fillna(0)
+    fits = [Ridge(alpha=a).fit(frame[list("bcdeg")], frame["f"]).coef_[0] for a in range(1, 40)]
+    coefs[path] = round(float(np.mean(fits)), 6)
+coefs"""],
+    "heavy_cells": ["import math\nimport numpy as np", """\
+def is_prime(n):
+    if n < 2:
+        return False
+    for d in range(2, math.isqrt(n) + 1):
+        if n % d == 0:
+            return False
+    return True
+
+
+print(sum(1 for n in range(2, 400_000) if is_prime(n)))""", """\
+inside = 0
+g = np.random.default_rng(7)
+for _ in range(40):
+    pts = g.random((100_000, 2))
+    inside += int((np.einsum("ij,ij->i", pts, pts) <= 1).sum())
+    inside += int(sum(1 for v in pts[:4000, 0] if v < 0.5))
+print(4 * inside / 4_000_000)""", """\
+h = np.random.default_rng(11)
+walks = h.normal(size=(300, 20_000)).cumsum(axis=1)
+print(round(float(np.abs(walks).max()), 3), sum(sorted(walks[:, -1].tolist())[:3]) < 0)"""],
+    "ordered": ["import numpy as np\nrng = np.random.default_rng(0)", """\
+draws = []
+for i in range(8):
+    sample = rng.normal(size=(400, 400))
+    draws.append(float(np.linalg.eigvalsh(sample @ sample.T).max()))
+print(round(sum(draws), 3))"""],
+}
+ORDERED = {"ordered"}
+
+
+def _notebook(path: Path, cells: list[str]) -> None:
+    nb = new_notebook(cells=[new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, path)
+
+
+def _kernel(path: Path) -> float:
+    nb = nbformat.read(path, as_version=4)
+    started = time.perf_counter()
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return time.perf_counter() - started
+
+
+def _workflow(path: Path, out: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(path), "-o", str(out),
+                    "--quiet"], check=True, cwd=path.parent)
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", help="run only these notebooks")
+    args = parser.parse_args()
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
+    names = [*NOTEBOOKS, "example"]
+    if args.only:
+        names = [n for n in names if n in args.only]
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        for name in names:
+            folder = Path(work) / name
+            folder.mkdir()
+            path = folder / f"{name}.ipynb"
+            if name == "example":
+                shutil.copyfile(ROOT / "notebooks" / "example.ipynb", path)
+            else:
+                _notebook(path, NOTEBOOKS[name])
+            kernel = _kernel(path)
+            workflow = _workflow(path, folder / "wf")
+            rows.append((name, kernel, workflow, workflow / kernel))
+    print(f"{'notebook':<14}{'kernel s':>10}{'nb2cwl s':>10}{'ratio':>8}  target")
+    failed = False
+    for name, kernel, workflow, ratio in rows:
+        target = 1.15 if name in ORDERED else 0.8
+        ok = ratio <= target
+        failed |= not ok
+        print(f"{name:<14}{kernel:>10.1f}{workflow:>10.1f}{ratio:>8.2f}  <= {target} "
+              f"{'pass' if ok else 'FAIL'}")
+    parallel = [r for n, _, _, r in rows if n not in ORDERED]
+    if parallel:
+        median = statistics.median(parallel)
+        failed |= median > 0.7
+        print(f"median of the notebooks with parallel work: {median:.2f} (target <= 0.7) "
+              f"{'pass' if median <= 0.7 else 'FAIL'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

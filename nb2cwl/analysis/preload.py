@@ -1,0 +1,66 @@
+"""Which of the notebook's libraries a step server may import before any step runs.
+
+A library qualifies when the knowledge tables say importing it early cannot be observed
+(`Library.preloadable`) and the notebook imports it before anything else happens: in the
+imports that open the notebook, with nothing before them but other such imports, imports
+that change nothing another library could see (`import os`, `import matplotlib.pyplot`:
+`IMPORTS_WITHOUT_EFFECTS`) and `%matplotlib` (no environment variable set, no path changed,
+no setting made, no code run).
+The step server imports those once; a step then finds them imported, as it would after its
+own first cell.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from nb2cwl.analysis import knowledge as kb
+
+
+def preloadable(codes: Iterable[str]) -> tuple[str, ...]:
+    """The libraries, in the notebook's import order, from the code cells' Python code (magics
+    already turned into calls)."""
+    found: list[str] = []
+    for code in codes:
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            return tuple(found)
+        for statement in tree.body:
+            names = _imported(statement)
+            if names is None:
+                return tuple(found)
+            for name in names:
+                library = kb.library_of(name)
+                if name.split(".")[0] in kb.IMPORTS_WITHOUT_EFFECTS and (
+                        library is None or not library.preloadable):
+                    continue  # `import os`: nothing another library's import could see
+                if library is None or not library.preloadable:
+                    return tuple(found)  # its import may run anything: stop here
+                if name not in found:
+                    found.append(name)
+    return tuple(found)
+
+
+def _imported(statement: ast.stmt) -> list[str] | None:
+    """The modules an import statement imports (`sklearn.ensemble` for `from sklearn.ensemble
+    import X`: importing a package does not import its submodules); [] for `%matplotlib`;
+    None for any other statement."""
+    if isinstance(statement, ast.Import):
+        return [alias.name for alias in statement.names]
+    if isinstance(statement, ast.ImportFrom) and statement.level == 0 and statement.module:
+        return [statement.module]
+    if _matplotlib_magic(statement):
+        return []
+    return None
+
+
+def _matplotlib_magic(statement: ast.stmt) -> bool:
+    """`%matplotlib inline`: get_ipython().run_line_magic('matplotlib', ...)."""
+    if not isinstance(statement, ast.Expr) or not isinstance(statement.value, ast.Call):
+        return False
+    call = statement.value
+    return (isinstance(call.func, ast.Attribute) and call.func.attr == "run_line_magic"
+            and bool(call.args) and isinstance(call.args[0], ast.Constant)
+            and call.args[0].value == "matplotlib")

@@ -1,0 +1,82 @@
+"""The step server imports the notebook's opening libraries once (analysis/preload.py,
+runtime/forkserver.py): which qualify, that a step finds them imported and behaves as in
+Jupyter, and when the server leaves the steps to run on their own."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from equivalence import run_with_nbclient, run_with_workflow
+
+from nb2cwl.analysis.preload import preloadable
+from nb2cwl.runtime import forkserver
+
+
+def test_the_opening_imports_of_known_libraries_qualify() -> None:
+    assert preloadable(["get_ipython().run_line_magic('matplotlib', 'inline')\n"
+                        "import numpy as np\nimport pandas as pd",
+                        "from sklearn.ensemble import RandomForestClassifier\nx = 1",
+                        "import scipy"]) == ("numpy", "pandas", "sklearn.ensemble")
+
+
+@pytest.mark.parametrize("first", [
+    "import os\nos.environ['OMP_NUM_THREADS'] = '1'\nimport numpy",
+    "x = 1\nimport numpy",  # code runs first
+    "import seaborn\nimport numpy",  # a library not known to change nothing
+    "get_ipython().run_line_magic('env', 'OMP_NUM_THREADS=1')\nimport numpy",
+    "import numpy as np\nnp.seterr(all='raise')\nimport pandas",
+])
+def test_anything_before_an_import_ends_the_preloaded_ones(first: str) -> None:
+    found = preloadable([first])
+    assert "pandas" not in found and ("numpy" not in found or first.startswith("import numpy"))
+
+
+def test_imports_that_change_nothing_are_passed_over() -> None:
+    assert preloadable(["import os, sys\nimport matplotlib.pyplot as plt\n"
+                        "import pandas as pd"]) == ("pandas",)
+
+
+def test_an_import_that_shows_something_leaves_the_steps_to_themselves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "noisy_library.py").write_text("import warnings\nwarnings.warn('hello')\n")
+    (tmp_path / "quiet_library.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert forkserver._preload(("quiet_library",))
+    assert not forkserver._preload(("noisy_library",))
+    assert not forkserver._acceptable({}, "", ("?",))
+
+
+def test_a_step_whose_environment_differs_for_the_libraries_runs_on_its_own() -> None:
+    runtime = os.path.dirname(os.path.realpath(forkserver.__file__))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMP_")}
+    request = {"runtime": runtime, "python": sys.executable, "env": env}
+    assert forkserver._acceptable(request, runtime, ("numpy",), env)
+    assert not forkserver._acceptable({**request, "env": {**env, "OMP_NUM_THREADS": "1"}},
+                                      runtime, ("numpy",), env)
+    # without preloaded libraries, the thread settings do not matter
+    assert forkserver._acceptable({**request, "env": {**env, "OMP_NUM_THREADS": "1"}},
+                                  runtime, (), env)
+
+
+@pytest.mark.streamflow
+def test_preloaded_steps_print_what_jupyter_prints(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import numpy as np\n"
+                                  "from sklearn.linear_model import LinearRegression"),
+        nbformat.v4.new_code_cell("import os, sys\n"
+                                  "print(os.environ.get('KMP_INIT_AT_FORK'),\n"
+                                  "      os.environ.get('KMP_DUPLICATE_LIB_OK'),\n"
+                                  "      'sklearn.linear_model' in sys.modules)\n"
+                                  "LinearRegression().fit(np.eye(3), [1, 2, 3]).coef_.round(3)"),
+    ])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    source = tmp_path / "preloaded.ipynb"
+    nbformat.write(nb, source)
+    jupyter = run_with_nbclient(source, tmp_path / "jupyter")
+    workflow, _ = run_with_workflow(source, tmp_path / "workflow", "--granularity", "cell")
+    assert workflow == jupyter
