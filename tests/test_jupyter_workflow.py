@@ -72,3 +72,54 @@ def test_a_jupyter_workflow_notebook_runs_like_jupyter(tmp_path):
     jupyter = run_with_nbclient(path, tmp_path / "jupyter")
     workflow, _ = run_with_workflow(path, tmp_path / "workflow")
     assert workflow == jupyter
+
+
+def _genome_like(path: Path) -> Path:
+    """The shape of Jupyter-Workflow's 1000-genome example: a cell scattered over a cartesian
+    product of populations with a dot product of three per-chromosome lists."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["workflow"] = {"deployments": {"near": {"type": "local", "config": {}}},
+                               "version": "v1.0"}
+    data = nbformat.v4.new_code_cell(
+        "populations = ['EUR', 'AFR']\nchromosomes = [1, 2, 3]\n"
+        "merged = ['m1', 'm2', 'm3']\nsift = [0.1, 0.2, 0.3]")
+    mutations = nbformat.v4.new_code_cell(
+        "overlaps = []\nfor population in populations:\n"
+        "    for chromosome, names, score in zip(chromosomes, merged, sift):\n"
+        "        overlaps.append(f'{population}-{chromosome}-{names}-{score * 10:.0f}')\n"
+        "print(overlaps)")
+    mutations.metadata["workflow"] = {
+        "step": {"in": [], "out": [{"name": "overlaps", "type": "name"}],
+                 "scatter": {"items": ["populations",
+                                       {"items": ["chromosomes", "merged", "sift"],
+                                        "method": "dotproduct"}],
+                             "method": "cartesian"}},
+        "target": {"deployment": "near"}, "version": "v1.0"}
+    nb.cells = [data, mutations, nbformat.v4.new_code_cell("print(len(overlaps))")]
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_a_nested_scatter_object_scatters_the_nested_loops(tmp_path):
+    workflow = compile_notebook(str(_genome_like(tmp_path / "genome.ipynb")))
+    assert [s for s in workflow.skeletons if s.startswith("cell 1") and
+            "nested_crossproduct" in s]
+
+
+def test_an_unknown_scatter_method_is_named(tmp_path):
+    path = _genome_like(tmp_path / "genome.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[1].metadata["workflow"]["step"]["scatter"]["method"] = "zipped"
+    nbformat.write(nb, str(path))
+    with pytest.raises(DirectiveError) as error:
+        compile_notebook(str(path))
+    assert "'zipped'" in str(error.value) and "genome.ipynb" in str(error.value)
+
+
+@pytest.mark.streamflow
+def test_a_nested_scatter_runs_like_jupyter(tmp_path):
+    path = _genome_like(tmp_path / "genome.ipynb")
+    jupyter = run_with_nbclient(path, tmp_path / "jupyter")
+    workflow, _ = run_with_workflow(path, tmp_path / "workflow")
+    assert workflow == jupyter

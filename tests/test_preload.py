@@ -65,8 +65,12 @@ def test_a_step_whose_environment_differs_for_the_libraries_runs_on_its_own() ->
 @pytest.mark.streamflow
 def test_preloaded_steps_print_what_jupyter_prints(tmp_path: Path) -> None:
     nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("import numpy as np\n"
+        nbformat.v4.new_code_cell("import numpy as np\nimport pandas as pd\n"
                                   "from sklearn.linear_model import LinearRegression"),
+        # what pandas decided when imported: every option, and a wide frame's repr
+        nbformat.v4.new_code_cell("options = pd._config.config._registered_options\n"
+                                  "print([(k, pd.get_option(k)) for k in sorted(options)])\n"
+                                  "pd.DataFrame(np.zeros((3, 30)))"),
         nbformat.v4.new_code_cell("import os, sys\n"
                                   "print(os.environ.get('KMP_INIT_AT_FORK'),\n"
                                   "      os.environ.get('KMP_DUPLICATE_LIB_OK'),\n"

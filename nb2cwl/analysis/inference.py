@@ -11,11 +11,28 @@ from nb2cwl.analysis import knowledge as kb
 _MAX_BINDINGS = 8
 
 
+class _Packages(set):
+    """astroid's denied modules, with their submodules: astroid looks a module's name up in
+    the set, and `sklearn` alone would leave `sklearn.ensemble` (seconds of parsing) to it."""
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        parts = name.split(".")
+        return any(set.__contains__(self, ".".join(parts[:end]))
+                   for end in range(1, len(parts) + 1))
+
+
 class AstroidInferrer:
     """astroid inference of a receiver's type, kept away from heavy libraries, memoised."""
 
     def __init__(self) -> None:
-        astroid.MANAGER.module_denylist.update(kb.INFERENCE_DENYLIST)
+        denied = astroid.MANAGER.module_denylist
+        if not isinstance(denied, _Packages):
+            denied = _Packages(denied)
+            astroid.MANAGER.module_denylist = denied
+            astroid.MANAGER.brain["module_denylist"] = denied
+        denied.update(kb.INFERENCE_DENYLIST)
         astroid.MANAGER.max_inferable_values = 20
 
     def __call__(self, node: nodes.NodeNG) -> str | None:

@@ -125,19 +125,35 @@ def kale_continuation(cells: list[Cell], directives: dict[int, CellDirectives]
     return found
 
 
+#: Jupyter-Workflow's scatter methods (CWL's, and `cartesian` for a product of its items).
+_SCATTER_METHODS = frozenset({"cartesian", "dotproduct", "flat_crossproduct",
+                              "nested_crossproduct"})
+
+
 def _scatter_items(scatter: object, where: Location) -> tuple[str, ...]:
-    """Jupyter-Workflow's step-level `scatter: {items: [name | {name, size|num}], method}`."""
+    """Jupyter-Workflow's step-level `scatter: {items: [...], method}`: the names to scatter
+    over. An item is a name, an object with a `name` (and `size` or `num`), or a nested
+    scatter of its own (`{items: [...], method: dotproduct}`, as Jupyter-Workflow's
+    1000-genome example has: a cartesian product over a dot product). nb2cwl scatters the
+    cell's loops over those names where that is safe, nested as the loops are written."""
     if scatter is None:
         return ()
     if not isinstance(scatter, dict) or not isinstance(scatter.get("items", []), list):
         raise DirectiveError("'workflow.step.scatter' must be an object with an 'items' list",
                              where)
+    method = scatter.get("method", "cartesian")
+    if method not in _SCATTER_METHODS:
+        raise DirectiveError(f"'workflow.step.scatter' method {method!r} is not one of "
+                             f"{', '.join(sorted(_SCATTER_METHODS))}", where)
     names: list[str] = []
     for item in scatter.get("items", []):
+        if isinstance(item, dict) and "items" in item:
+            names += _scatter_items(item, where)
+            continue
         name = item.get("name") if isinstance(item, dict) else item
         if not isinstance(name, str) or not name:
-            raise DirectiveError("a 'workflow.step.scatter' item must be a name or an object "
-                                 "with a 'name'", where)
+            raise DirectiveError("a 'workflow.step.scatter' item must be a name, an object "
+                                 "with a 'name', or a nested scatter with 'items'", where)
         names.append(name)
     return tuple(names)
 

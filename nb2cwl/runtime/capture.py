@@ -58,7 +58,7 @@ class _Stream(io.TextIOBase):
 
     @property
     def encoding(self) -> str:  # type: ignore[override]
-        return "utf-8"
+        return "UTF-8"  # as ipykernel's streams say (pandas keeps it as display.encoding)
 
     @property
     def name(self) -> str:

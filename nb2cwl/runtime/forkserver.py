@@ -125,9 +125,10 @@ def _warm_up() -> None:
 def _preload(modules: tuple[str, ...]) -> bool:
     """Import the notebook's libraries that may be imported early (analysis/preload.py).
 
-    False when an import printed or warned: a step that imports the library itself would show
-    that in its cell, and a child of this server would not. (A library that cannot be
-    imported here is left to the steps, which report it.)
+    They are imported as in a step: `get_ipython()` answers as the step's shell does
+    (kernel_shell.presented_as_kernel; pandas decides its display.max_columns then). False
+    when an import printed, warned or failed: a step that imports the library itself would
+    show that in its cell, and a child of this server would not.
     """
     if not modules:
         return True
@@ -135,13 +136,22 @@ def _preload(modules: tuple[str, ...]) -> bool:
     import io
     import warnings
 
-    shown = io.StringIO()
+    try:
+        from .kernel_shell import presented_as_kernel
+    except ImportError:  # no IPython: the steps run as plain Python, and so not from here
+        return False
+    class Shown(io.StringIO):
+        encoding = "UTF-8"  # as a step's streams say (capture.py): pandas keeps it
+
+    shown = Shown()
     with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(
-            shown), contextlib.redirect_stderr(shown):
+            shown), contextlib.redirect_stderr(shown), presented_as_kernel():
         warnings.simplefilter("always")
         for name in modules:
-            with contextlib.suppress(Exception):
+            try:
                 importlib.import_module(name)
+            except Exception:  # the step imports it and shows what happens
+                return False
     return not caught and not shown.getvalue()
 
 

@@ -320,6 +320,40 @@ def _has_inline_backend() -> bool:
         return False
 
 
+class _KernelPresence:
+    """What a library importing itself sees of the step's shell (ZMQStepShell): a `kernel`
+    attribute (pandas: a Jupyter frontend, so 20 columns at most), ipykernel's class name
+    (rich, Keras) and an IPKernelApp section in its config (tqdm)."""
+
+    kernel = None
+
+    def __init__(self) -> None:
+        self.config = Config({"IPKernelApp": {}})
+
+
+_KernelPresence.__name__ = _KernelPresence.__qualname__ = "ZMQInteractiveShell"
+
+
+@contextlib.contextmanager
+def presented_as_kernel():
+    """While the step server imports the notebook's libraries: `get_ipython()` answers as in
+    a step, so that what they decide when imported (pandas' display.max_columns) is what
+    they decide there."""
+    import builtins
+
+    missing = object()
+    before = builtins.__dict__.get("get_ipython", missing)
+    presence = _KernelPresence()
+    builtins.get_ipython = lambda: presence  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        if before is missing:
+            del builtins.get_ipython
+        else:
+            builtins.get_ipython = before  # type: ignore[attr-defined]
+
+
 def warm_up() -> None:
     """Import what making the shell imports: the step server (forkserver.py) does it once for
     the steps it forks."""

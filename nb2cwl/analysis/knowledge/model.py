@@ -75,5 +75,6 @@ class Library:
     heavy: bool = False
     #: importing it before the notebook's first statement cannot be told from importing it
     #: there: it reads no file of the working folder, starts no thread a fork would lose,
-    #: and its settings come from the environment only (the step server imports it once)
+    #: and its settings come from the environment and from how the shell presents itself
+    #: (which the step server presents as a step does); the step server imports it once
     preloadable: bool = False
