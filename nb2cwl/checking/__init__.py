@@ -66,7 +66,7 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
                    rtol: float | None = None, timeout: int = 600) -> CheckReport:
     """Compare `path` run by a kernel with `path` run as a workflow compiled into `out_dir`."""
     from nb2cwl.api import compile_to_directory
-    from nb2cwl.launch import Engine, StepServer, run_workflow
+    from nb2cwl.launch import CACHE_DIR, Engine, StepServer, run_workflow
 
     workflow, _ = compile_to_directory(path, out_dir, options)
     files = [relative for relative, _ in workflow.external_files]
@@ -74,16 +74,16 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
     reference = reference_outputs(path, files, timeout)
     kernel_seconds = time.monotonic() - started
     second = reference_outputs(path, files, timeout) if repeat else None
-    # as `nb2cwl run` runs it, compiling included, but every step runs (no step cache): the
-    # comparison and its time are a fresh run's
+    # as `nb2cwl run` runs it, compiling included (steps an earlier run into `out_dir`
+    # finished are reused, as there: the comparison is of what a run gives)
     started = time.monotonic()
     server = StepServer()
     try:
-        engine = Engine(None, server)
+        engine = Engine(os.path.join(out_dir, CACHE_DIR), server)
         workflow, _ = compile_to_directory(path, out_dir, options)
         server.start(out_dir, options.python, engine.env, workflow.preload,
                      os.path.dirname(os.path.abspath(path)))
-        summary = run_workflow(workflow, out_dir, quiet=True, engine=engine, cache=False)
+        summary = run_workflow(workflow, out_dir, quiet=True, engine=engine)
         results = summary.results_dir
     except RunError:  # a cell raised: the executed notebook shows the run up to it
         runs = sorted(glob.glob(os.path.join(out_dir, "runs", "*")),
