@@ -3,6 +3,7 @@ the cell, the report travels into bundles, and `nb2cwl NOTEBOOK` alone compiles 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 import shutil
@@ -50,6 +51,11 @@ def test_a_value_corrupted_between_steps_is_named(tmp_path: Path, capsys) -> Non
                  .is_file()]
     (producer,) = producers
     (producer / "out" / "values" / "x.pkl").write_bytes(pickle.dumps(22))
+    # ... and its record too (as a step that computed 22 would have kept it): a damaged entry
+    # with its record intact is discarded instead (test_cache_integrity.py)
+    record = json.loads((producer / "complete").read_text())
+    record["files"]["values/x.pkl"] = hashlib.sha256(pickle.dumps(22)).hexdigest()
+    (producer / "complete").write_text(json.dumps(record))
     for entry in cache.iterdir():
         if entry != producer:
             shutil.rmtree(entry)

@@ -50,7 +50,8 @@ def assemble(argv: list[str], spec: dict[str, Any] | None = None) -> int:
     for index, outputs in zip(indices, settle_displays([results[i]["outputs"] for i in indices]),
                               strict=True):
         results[index] = {**results[index], "outputs": outputs}
-    notes = [note for report in reports for note in report.get("notes", [])]
+    notes = [note for report in reports
+             for note in [*report.get("notes", []), *report.get("cache_notes", [])]]
     if notes:  # what a step could not carry exactly (nb2cwl run prints them)
         notebook.setdefault("metadata", {}).setdefault("nb2cwl", {})["notes"] = notes
     for index, cell in enumerate(notebook.get("cells", [])):

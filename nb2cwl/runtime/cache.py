@@ -101,20 +101,35 @@ def exclusive(key: str | None) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+#: What `restore` found wrong with an entry it discarded, for the step's report (one line).
+discarded: list[str] = []
+
+
 def restore(key: str, out: str, cells: list[str] | None = None) -> bool:
     """Copy cached outputs into `out`; True when there were any (never for a step running one
-    of the `cells` asked to run again)."""
+    of the `cells` asked to run again).
+
+    An entry is used only when every file in it has the digest recorded when it was kept
+    (like a content-addressed store's check): one damaged or cut short by a crash or a full
+    disk is removed, and the step runs again (`discarded` says why).
+    """
     entry = os.path.join(os.environ[ENV], key)
     if os.environ.get(REFRESH_ENV) or not os.path.isfile(os.path.join(entry, "complete")):
         return False
     again = set(filter(None, os.environ.get(RERUN_CELLS_ENV, "").split(",")))
     if again & set(cells or ()):
         return False
+    damage = _damage(entry)
+    if damage is not None:
+        shutil.rmtree(entry, ignore_errors=True)
+        discarded.append(f"the kept outputs of this step were damaged ({damage}): it ran again")
+        return False
     shutil.copytree(os.path.join(entry, "out"), out, dirs_exist_ok=True)
     report_path = os.path.join(out, "report.json")
     with open(report_path, encoding="utf-8") as handle:
         report = json.load(handle)
     report["cached"] = key
+    report.pop("cache_notes", None)  # what the run that kept it said of the cache
     with open(report_path, "w", encoding="utf-8") as handle:
         json.dump(report, handle, indent=1)
     return True
@@ -131,7 +146,42 @@ def store(key: str, out: str) -> None:
     staging = os.path.join(root, f".{key}.{os.getpid()}")
     try:
         shutil.copytree(out, os.path.join(staging, "out"))
-        open(os.path.join(staging, "complete"), "w").close()
+        with open(os.path.join(staging, "complete"), "w", encoding="utf-8") as handle:
+            json.dump({"files": _digests(os.path.join(staging, "out"))}, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(staging, entry)
     except OSError:  # a full disk or a race with a parallel run: the cache is only a help
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _digests(folder: str) -> dict[str, str]:
+    """sha256 of every file under `folder`, by its path relative to it."""
+    found: dict[str, str] = {}
+    for parent, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            full = os.path.join(parent, name)
+            digest = hashlib.sha256()
+            _file(full, digest)
+            found[os.path.relpath(full, folder)] = digest.hexdigest()
+    return found
+
+
+def _damage(entry: str) -> str | None:
+    """What is wrong with a kept entry (a file missing, added or changed since it was kept,
+    or no record of its files), or None."""
+    try:
+        with open(os.path.join(entry, "complete"), encoding="utf-8") as handle:
+            recorded = json.load(handle)["files"]
+        found = _digests(os.path.join(entry, "out"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return "no record of its files"
+    for name in sorted(set(recorded) | set(found)):
+        if name not in found:
+            return f"{name} is missing"
+        if name not in recorded:
+            return f"{name} was not kept"
+        if recorded[name] != found[name]:
+            return f"{name} changed"
+    return None

@@ -153,6 +153,8 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
 
     report: dict[str, Any] = {"step": spec["step"], "cells": [], "started": time.time(),
                               "pid": os.getpid(), "runtime": executor.kind}
+    for note in cache.discarded:  # a damaged cache entry: said in this run's notes only
+        report.setdefault("cache_notes", []).append(f"step {spec['step']}: {note}")
     if run_values:  # the assembler checks they are its own run's (a sweep's combination)
         report["parameters"] = run_values
     # definitions pickled by name (the loading step replays them); a definition some step
