@@ -158,9 +158,9 @@ class NameEffects:
             if member not in self.definite:
                 self.fx.reads.add(member)
             self.fx.mutates.add(member)
-            if member != name:
-                self.fx.notes.append((line, f"a change to {name} also changes {member}, which "
-                                            "shares its object"))
+            note = f"a change to {name} also changes {member}, which shares its object"
+            if member != name and not any(said == note for _, said in self.fx.notes):
+                self.fx.notes.append((line, note))  # once a cell: ax.plot, ax.set_title, ...
 
     def mutate_expr(self, node: nodes.NodeNG, line: int, why: str) -> None:
         """Mutation of the object an expression such as `a.b[0]` reaches from its root name,
