@@ -225,7 +225,8 @@ def _output_options(parser: argparse.ArgumentParser, required: bool) -> None:
                              + ("" if required else " (default: NOTEBOOK-wf beside the notebook)"))
     parser.add_argument("--force", action="store_true",
                         help="write into an existing directory that holds other files "
-                             "(files nb2cwl did not write are kept unless names collide)")
+                             "(files nb2cwl did not write are kept unless names collide), or "
+                             "the workflow of another notebook (which it replaces)")
     _step_options(parser)
 
 

@@ -248,3 +248,22 @@ def test_the_command_and_its_engine_skip_slow_unused_imports(tmp_path: Path) -> 
                     if line.startswith("import time:") and line.split("|")[1].strip().isdigit()}
         assert imported.get("rfc3987_syntax", 0) < 10_000  # microseconds: only tried, refused
         assert "streamflow" not in code or "jsonschema" in imported  # it did validate
+
+
+def test_another_notebooks_folder_is_not_replaced_without_force(tmp_path: Path) -> None:
+    first = notebook(tmp_path / "first.ipynb", ["x = 1"])
+    second = notebook(tmp_path / "second.ipynb", ["y = 2"])
+    out = tmp_path / "shared-wf"
+
+    def compile_(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "nb2cwl", "compile", str(path), "-o",
+                               str(out), *extra], capture_output=True, text=True)
+
+    assert compile_(first).returncode == 0
+    assert compile_(first).returncode == 0  # its own folder: written again
+    refused = compile_(second)
+    assert refused.returncode != 0
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "first.ipynb" in lines[0] and "--force" in lines[0]
+    assert "first" in (out / "notebook").iterdir().__next__().name  # nothing replaced
+    assert compile_(second, "--force").returncode == 0

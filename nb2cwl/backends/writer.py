@@ -27,8 +27,9 @@ MANIFEST = ".nb2cwl-manifest.json"
 RUNTIME_SOURCE = Path(__file__).resolve().parent.parent / "runtime"
 
 
-def prepare_output_dir(out_dir: str, force: bool) -> None:
-    """Make sure writing into `out_dir` loses nothing a user wrote (unless `force`)."""
+def prepare_output_dir(out_dir: str, force: bool, notebook: str | None = None) -> None:
+    """Make sure writing into `out_dir` loses nothing a user wrote (unless `force`): neither
+    files nb2cwl did not write nor the workflow (and runs) of another notebook."""
     path = Path(out_dir)
     if not path.exists():
         return
@@ -38,10 +39,17 @@ def prepare_output_dir(out_dir: str, force: bool) -> None:
     if manifest.exists():
         # our own earlier output: remove exactly the files we wrote then, and nothing outside
         try:
-            listed = json.loads(manifest.read_text(encoding="utf-8")).get("files", [])
+            data = json.loads(manifest.read_text(encoding="utf-8"))
+            listed = data.get("files", [])
         except (ValueError, AttributeError):
             raise OutputExistsError(f"{out_dir}/{MANIFEST} is damaged; remove it, or choose "
                                     "another output directory") from None
+        other = data.get("notebook")
+        if notebook and other and not force and os.path.abspath(other) != os.path.abspath(
+                notebook):
+            raise OutputExistsError(
+                f"{out_dir} holds the workflow of another notebook, {other} (and its runs); "
+                "choose another directory, or pass --force to replace it")
         root = path.resolve()
         for rel in listed:
             target = (path / str(rel)).resolve()
@@ -59,7 +67,7 @@ def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
                    force: bool = False, retries: int = 0, retry_delay: int = 0,
                    deployments: DeploymentPlan | None = None) -> list[str]:
     """Write workflow.cwl, tools, step scripts, runtime, job and streamflow.yml; list them."""
-    prepare_output_dir(out_dir, force)
+    prepare_output_dir(out_dir, force, workflow.notebook_path)
     root = Path(out_dir)
     root.mkdir(parents=True, exist_ok=True)
     written: list[str] = []
@@ -111,7 +119,9 @@ def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
     config = streamflow_config(workflow, "workflow.cwl", "job.yml", deployments)
     config.update(recovery_settings(retries, retry_delay))
     put_yaml("streamflow.yml", config)
-    put(MANIFEST, json.dumps({"generator": "nb2cwl", "files": sorted(written)}, indent=1) + "\n")
+    put(MANIFEST, json.dumps({"generator": "nb2cwl",
+                              "notebook": os.path.abspath(workflow.notebook_path),
+                              "files": sorted(written)}, indent=1) + "\n")
     return written
 
 
