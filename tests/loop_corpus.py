@@ -276,6 +276,13 @@ sims = {}
 for i, s in enumerate([11, 22, 33]):
     sims[i] = simulate(s)
 sims""",
+    "seed_through_function": """\
+def fit_seeded(seed):
+    return RandomForestClassifier(n_estimators=5, random_state=seed).fit(Xtr, ytr).score(Xte, yte)
+
+
+seeded_scores = [fit_seeded(s) for s in range(4)]
+seeded_scores""",
     "split_per_seed": """\
 split_scores = []
 for seed in range(4):
@@ -376,6 +383,17 @@ for x in queue:
     if x < 40:
         queue.append(x * 2 + int(simulate(x) > 0))
 queue""", "collection_grows"),
+    "generator_through_function": ("""\
+def fit_with(generator):
+    return RandomForestClassifier(n_estimators=5, random_state=generator).fit(Xtr, ytr).score(
+        Xte, yte)
+
+
+shared = np.random.RandomState(0)
+via = []
+for i in range(3):
+    via.append(fit_with(shared))
+via""", "global_rng"),
     "cache_between_calls": ("""\
 from functools import lru_cache
 

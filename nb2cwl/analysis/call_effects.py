@@ -237,7 +237,7 @@ class CallEffects:
             return
         if root in self.state.imports and not self.function_mode:
             return  # a module's function, not a method of a notebook value
-        self._receiver_draws(root, method, node)
+        self._receiver_draws(root, method, node, receiver)
         inplace = any(
             k.arg == "inplace" and not (isinstance(k.value, nodes.Const) and not k.value.value)
             for k in node.keywords or ()

@@ -87,7 +87,7 @@ class LibraryEffects:
             if keyword.arg not in kb.SEED_KEYWORDS or (
                     isinstance(value, nodes.Const) and value.value is None):
                 continue
-            if not self._seed_value(value):
+            if not self._seed_value(value):  # in a function: a parameter is its argument
                 self.mutate_expr(value, node.lineno or 0,
                                  f"{keyword.arg}={value.as_string()} draws from that generator")
             return value
@@ -147,14 +147,16 @@ class LibraryEffects:
         makes_object = last[:1].isupper() or qualified in kb.DRAWS_THROUGH_ARGUMENTS
         return makes_object and not self.call_draws(qualified, value)
 
-    def _receiver_draws(self, root: str, method: str, node: nodes.Call) -> None:
+    def _receiver_draws(self, root: str, method: str, node: nodes.Call,
+                        receiver: nodes.NodeNG | None = None) -> None:
         """A method of a library's object that may draw from a hidden random generator
-        (an estimator's fit, df.sample())."""
+        (an estimator's fit, df.sample()); not one made with its own seed, named
+        (`model.fit`) or not (`RandomForestClassifier(random_state=s).fit(X, y)`)."""
         if self._seed_given(node) is not None:
             return
         if method in kb.RANDOM_METHODS:
             self.fx.rng.add("rng:numpy")
-        if root in self.state.seeded:
+        if root in self.state.seeded or self.seeded_object(receiver):
             return
         for family in self.state.families.get(root, ()):
             for library in kb.LIBRARIES:

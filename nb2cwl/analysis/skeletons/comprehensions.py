@@ -7,6 +7,7 @@ import ast
 from astroid import nodes
 
 from nb2cwl.analysis.names import BUILTIN_NAMES, root_name
+from nb2cwl.analysis.scalars import scalar_collection
 from nb2cwl.analysis.skeletons.checks import (
     check_effects,
     check_shared_results,
@@ -104,7 +105,8 @@ def comprehension(
             raise Stop(node.lineno, "notebook_method",
                        f"{func.as_string()} is a method of a notebook object: "
                        "calls may change that object, which all items share")
-        if summary is not None and summary.param_mutations:
+        if summary is not None and summary.param_mutations and not scalar_collection(
+                iterable, state):  # numbers and strings cannot be changed
             raise Stop(node.lineno, "shared_mutation",
                        f"{func.name}() modifies its argument, an item of the "
                        "collection all iterations share")
