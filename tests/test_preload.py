@@ -84,3 +84,14 @@ def test_preloaded_steps_print_what_jupyter_prints(tmp_path: Path) -> None:
     jupyter = run_with_nbclient(source, tmp_path / "jupyter")
     workflow, _ = run_with_workflow(source, tmp_path / "workflow", "--granularity", "cell")
     assert workflow == jupyter
+
+
+def test_a_step_with_its_own_value_for_what_an_import_set_runs_on_its_own(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    runtime = os.path.dirname(os.path.realpath(forkserver.__file__))
+    before = {k: v for k, v in os.environ.items() if k != "KMP_INIT_AT_FORK"}
+    monkeypatch.setenv("KMP_INIT_AT_FORK", "FALSE")  # as scikit-learn's import sets it here
+    request = {"runtime": runtime, "python": sys.executable, "env": dict(before)}
+    assert forkserver._acceptable(request, runtime, ("sklearn",), before)
+    request["env"]["KMP_INIT_AT_FORK"] = "TRUE"  # the step's own: a fresh import keeps it
+    assert not forkserver._acceptable(request, runtime, ("sklearn",), before)

@@ -197,9 +197,14 @@ def _acceptable(request: dict[str, Any], runtime: str, preload: tuple[str, ...] 
         # a forked child keeps the server's string hashing: only steps asking for the same
         same_hashing = request["env"].get("PYTHONHASHSEED") == os.environ.get("PYTHONHASHSEED")
         env = request["env"]
+        # what the libraries read, and what their imports set here (scikit-learn's
+        # setdefault of KMP_INIT_AT_FORK: a step given its own value would have kept it)
+        set_here = {name for name, value in os.environ.items()
+                    if environment.get(name) != value}
         same_libraries = not preload or all(
             env.get(name) == environment.get(name)
-            for name in set(env) | set(environment) if name.startswith(_LIBRARY_ENVIRONMENT))
+            for name in set(env) | set(environment) | set_here
+            if name.startswith(_LIBRARY_ENVIRONMENT) or name in set_here)
     except (KeyError, TypeError, AttributeError):
         return False
     return same_runtime and same_python and same_hashing and same_libraries
