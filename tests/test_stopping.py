@@ -416,8 +416,8 @@ def test_signal_removes_the_container(sig: int, docker_engine: DockerEngine,
     assert docker_engine.docker("ps", "-aq").stdout.split() == [], "a container outlived the run"
     assert not _survivors(processes)
     _assert_database_usable(tmp_path / "wf")
-    (tmp_path / "quick").mkdir()  # the same output directory works at once
-    quick = write_notebook(tmp_path / "quick" / "boxed.ipynb", "print('again')")
+    # the same output directory works at once, for the notebook edited (as a user reruns it)
+    quick = write_notebook(tmp_path / "boxed.ipynb", "print('again')")
     assert main(["run", str(quick), "-o", str(tmp_path / "wf"), "--quiet"]) == 0
     assert f'"{stopping.TAG}"' in labels  # how the stop finds the run's containers
 
