@@ -49,11 +49,9 @@ IMMUTABLE_TYPES = frozenset(
      "builtins.NoneType"}
 )
 
-#: Values that cannot be changed and hold nothing that can: their identity never matters.
-SCALAR_TYPES = frozenset(
-    {"builtins.str", "builtins.int", "builtins.float", "builtins.bool", "builtins.bytes",
-     "builtins.complex", "builtins.range", "builtins.NoneType"}
-)
+#: Values that cannot be changed and hold nothing that can: their identity never matters
+#: (a tuple or frozenset may hold objects that can).
+SCALAR_TYPES = IMMUTABLE_TYPES - {"builtins.tuple", "builtins.frozenset"}
 
 #: Methods that compute a new value from their receiver and change neither it nor their
 #: arguments, whatever the receiver (NumPy's and pandas' conventions, Python's): a function
