@@ -10,7 +10,10 @@ time), then waits for its command line on stdin and runs it. Besides, it
   background job of a script): SIGINT is how nb2cwl asks StreamFlow to stop;
 - gets SIGHUP from the kernel when the nb2cwl process dies without stopping it (SIGKILL, or any
   signal nb2cwl does not handle), and then starts `python -m nb2cwl.stopping` to stop the run,
-  as nb2cwl would have.
+  as nb2cwl would have;
+- reads each step's tool file once: cwl-utils 0.42's type check reads a step's tool file again
+  for every input and output of the step, and StreamFlow's translation once more (a third of
+  a second of a two-step workflow's start, on the path to its first step).
 
 The hooks patch two methods of StreamFlow 0.2.0rc3 (the pinned version); should they be missing,
 the run goes on untagged and a stop finds the Slurm jobs by the ids in StreamFlow's log only.
@@ -49,6 +52,7 @@ def serve() -> None:
     from streamflow.main import run  # the slow part, overlapping with compiling
 
     _tag(os.environ.get(RUN_ENV, ""))
+    _read_each_tool_once()
     line = sys.stdin.readline()
     if not line.strip():  # nb2cwl is gone, or compiling failed
         sys.exit(0)
@@ -125,6 +129,48 @@ def _tag(token: str) -> None:
 
     DockerConnector.__init__ = labelled  # type: ignore[method-assign]
     QueueManagerConnector.run = commented  # type: ignore[method-assign]
+
+
+def _read_each_tool_once() -> None:
+    """cwl-utils' static type check (`load_step`, reading-only but for its idempotent stdout
+    and stderr conversion) loads a step's tool once per step, not once per port; the document
+    it loaded is then handed to StreamFlow's translation of that step, once, instead of
+    being read a third time. Each translation still gets a document nobody else translates."""
+    try:
+        import cwl_utils.parser as parser
+        import cwl_utils.parser.utils as utils
+    except ImportError:
+        return
+    load_document, load_step = parser.load_document_by_uri, utils.load_step
+    if not callable(load_document) or not callable(load_step):
+        return
+    checked: dict[int, tuple[Any, Any]] = {}  # id(step) -> (step, its tool)
+    spare: dict[tuple[str, int], Any] = {}  # a tool the check loaded, for its translation
+    checking = [False]
+
+    @functools.wraps(load_step)
+    def load_step_once(step: Any) -> Any:
+        if id(step) not in checked:
+            checking[0] = True
+            try:
+                checked[id(step)] = (step, load_step(step))
+            finally:
+                checking[0] = False
+        return checked[id(step)][1]
+
+    @functools.wraps(load_document)
+    def load_document_once(path: Any, loadingOptions: Any = None, *args: Any,
+                           **kwargs: Any) -> Any:
+        key = (str(path), id(loadingOptions))
+        if not checking[0] and key in spare:
+            return spare.pop(key)
+        document = load_document(path, loadingOptions, *args, **kwargs)
+        if checking[0] and loadingOptions is not None:
+            spare.setdefault(key, document)
+        return document
+
+    parser.load_document_by_uri = load_document_once
+    utils.load_step = load_step_once
 
 
 def _watch_parent() -> int:

@@ -1032,3 +1032,24 @@ def test_an_enumerate_item_unpacked_further_stays_an_item_of_the_collection(tmp_
         "pairs[0][0].append(3)",
     ])
     assert "kept" in effects(df, 2).mutates
+
+
+def test_calls_into_libraries_are_not_parsed_for_notebook_functions(tmp_path) -> None:
+    """Looking for the notebook's own functions a call runs (training loops) never reads a
+    library's source: `np.linalg.eigvalsh(m).max()` cannot run a notebook function."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "nb.ipynb"
+    cells = ["import numpy as np\nrng = np.random.default_rng(0)",
+             "draws = []\nfor i in range(4):\n    m = rng.normal(size=(9, 9))\n"
+             "    draws.append(float(np.linalg.eigvalsh(m @ m.T).max()))"]
+    nbformat.write(nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+    script = ("import sys, astroid\nfrom nb2cwl.api import compile_notebook\n"
+              "compile_notebook(sys.argv[1])\n"
+              "print(sorted(m for m in astroid.MANAGER.astroid_cache if m.startswith('numpy')))")
+    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "numpy.linalg" not in done.stdout, done.stdout

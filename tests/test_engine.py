@@ -57,3 +57,55 @@ def test_runs_that_may_use_kubernetes(tmp_path: Path) -> None:
     assert may_use_kubernetes([None], [str(own)])
     assert may_use_kubernetes([None], [str(profile), str(plain)])
     assert may_use_kubernetes([None], [str(tmp_path / "missing.yml")])  # in doubt
+
+
+READS = textwrap.dedent("""
+    import collections, sys
+    import cwl_utils.parser as parser
+    from nb2cwl import engine
+
+    reads = collections.Counter()
+    load = parser.load_document_by_uri
+
+    def counted(path, *args, **kwargs):
+        reads[str(path).rsplit("/", 1)[-1]] += 1
+        return load(path, *args, **kwargs)
+
+    parser.load_document_by_uri = counted
+    if sys.argv[2] == "once":
+        engine._read_each_tool_once()
+    from streamflow.main import run
+    sys.argv = ["streamflow", "run", "--validate", "--outdir", sys.argv[1] + "/v",
+                sys.argv[1] + "/streamflow.yml"]
+    status = run()
+    print(dict(reads))
+    assert status == 0
+""")
+
+
+def test_the_engine_reads_each_tool_file_once(tmp_path: Path) -> None:
+    """cwl-utils' type check reads a step's tool once per port, StreamFlow once more; the
+    engine reads each once, and StreamFlow still translates the same workflow."""
+    notebook = tmp_path / "nb.ipynb"
+    notebook.write_text(nbformat_notebook(["import math\nxs = list(range(8))",
+                                           "ys = [math.factorial(x) for x in xs]\nprint(ys)"]))
+    out = tmp_path / "wf"
+    subprocess.run([sys.executable, "-m", "nb2cwl", str(notebook), "-o", str(out)],
+                   check=True, capture_output=True, timeout=120)
+    reads = {}
+    for mode in ("plain", "once"):
+        done = subprocess.run([sys.executable, "-c", READS, str(out), mode], text=True,
+                              capture_output=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        reads[mode] = eval(done.stdout.strip().splitlines()[-1])  # a dict's repr
+    tools = [name for name in reads["plain"] if name != "workflow.cwl"]
+    assert tools and any(reads["plain"][name] > 2 for name in tools), reads
+    assert all(reads["once"][name] == 1 for name in tools), reads
+    assert reads["once"]["workflow.cwl"] == reads["plain"]["workflow.cwl"]
+
+
+def nbformat_notebook(cells: list[str]) -> str:
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    return nbformat.writes(new_notebook(cells=[new_code_cell(c) for c in cells]))

@@ -89,8 +89,28 @@ def assigned_values(name: nodes.Name) -> list[nodes.NodeNG]:
     return values
 
 
+def only_imported(expression: nodes.NodeNG) -> bool:
+    """True when `expression` starts at a name that only imports bind: `Ridge`,
+    `np.random.default_rng`, or a method of what a library returned (`np.linalg.eigh(a).max`,
+    `pd.read_csv(p)["x"].mean`). What it calls is then the library's, not the notebook's."""
+    while isinstance(expression, (nodes.Attribute, nodes.Call, nodes.Subscript)):
+        expression = (expression.expr if isinstance(expression, nodes.Attribute) else
+                      expression.func if isinstance(expression, nodes.Call) else
+                      expression.value)
+    if not isinstance(expression, nodes.Name):
+        return False
+    try:
+        _, assigned = expression.lookup(expression.name)
+    except (AstroidError, RecursionError):
+        return False
+    return bool(assigned) and all(isinstance(a, (nodes.Import, nodes.ImportFrom))
+                                  for a in assigned)
+
+
 def callees(call: nodes.Call, module: nodes.Module | None) -> list[nodes.FunctionDef]:
     """The notebook's own functions and methods `call` may run (a class: its __init__)."""
+    if only_imported(call.func):  # no notebook function: spare inferring into the library
+        return []
     try:
         inferred = list(call.func.infer())
     except (AstroidError, RecursionError):

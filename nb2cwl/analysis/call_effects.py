@@ -383,11 +383,11 @@ class CallEffects:
             if func.attrname in FRESH_RESULT_METHODS and not chain_has_attribute(func.expr,
                                                                                  "style"):
                 return set()
-            if self.type_of(func.expr) in kb.GENERATOR_TYPES:
-                return set()  # rng.normal(...): new numbers, not the generator
             root = root_name(func.expr)
             if root is None or root in self.state.imports or root in _SHELL_NAMES:
                 return set()
+            if self.type_of(func.expr) in kb.GENERATOR_TYPES:
+                return set()  # rng.normal(...): new numbers, not the generator
             return {root}
         if (isinstance(func, nodes.Name) and func.name not in self.state.imports
                 and func.name not in BUILTIN_NAMES):  # a callable value: a partial, a closure
