@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -12,6 +13,7 @@ from nb2cwl.analysis.dataflow import build_dataflow, needed_cells
 from nb2cwl.analysis.program import analyse_notebook
 from nb2cwl.backends.calibration import deployment_costs
 from nb2cwl.backends.deployments import bind_steps, plan_deployments
+from nb2cwl.backends.naming import EXECUTED_SUFFIX
 from nb2cwl.backends.writer import write_workflow
 from nb2cwl.errors import DirectiveError, Location, OptionError
 from nb2cwl.frontend.directives import TAG_SKIP
@@ -21,9 +23,10 @@ from nb2cwl.ir.model import Workflow
 from nb2cwl.ir.validate import InvalidWorkflow, validate_workflow
 from nb2cwl.options import CompileOptions
 from nb2cwl.passes.build import build_workflow
-from nb2cwl.passes.cost_model import read_profile, with_profile
+from nb2cwl.passes.cost_model import read_last_run, read_profile, with_profile
 from nb2cwl.passes.partition import partition
 from nb2cwl.passes.scatter import scatter_loops
+from nb2cwl.passes.scatter_cost import unpaying_scatters
 from nb2cwl.passes.training import prepare_training
 from nb2cwl.stopping import shield
 
@@ -59,20 +62,25 @@ def _compile(path: str, options: CompileOptions) -> Workflow:
         notebook = skip_unneeded(notebook, flow, options.only_cells)
         flow = build_dataflow(analyse_notebook(notebook))
     workflow = build_workflow(flow)
-    if options.scatter:
-        workflow = scatter_loops(workflow, options.chunks)
-    try:
-        validate_workflow(workflow)
-    except InvalidWorkflow as exc:
-        raise DirectiveError(str(exc), notebook.location()) from None
-    workflow = bind_steps(workflow, options)  # where each step runs, and what it needs there
     profile = None
     if options.profile:
         try:
             profile = read_profile(options.profile)
         except ValueError as exc:
             raise OptionError(f"--profile: {exc}", Location(notebook.name)) from None
-        workflow = with_profile(workflow, profile)
+    elif options.last_run_in:  # what nb2cwl's own last run measured
+        executed = last_executed_notebook(options.last_run_in)
+        if executed is not None:
+            profile = read_last_run(executed, {c.cell_id: c.source for c in notebook.cells})
+    workflow = with_profile(workflow, profile)
+    if options.scatter:
+        sequential = unpaying_scatters(workflow, *deployment_costs(workflow, options), options)
+        workflow = scatter_loops(workflow, options.chunks, sequential)
+    try:
+        validate_workflow(workflow)
+    except InvalidWorkflow as exc:
+        raise DirectiveError(str(exc), notebook.location()) from None
+    workflow = bind_steps(workflow, options)  # where each step runs, and what it needs there
     costs, default = deployment_costs(workflow, options)
     workflow = partition(workflow, costs, default, profile, options.granularity, options.swept)
     if options.keep_values:
@@ -102,10 +110,28 @@ def skip_unneeded(notebook: Notebook, flow: Dataflow, chosen: tuple[str, ...]) -
     return replace(notebook, cells=cells)
 
 
+def last_executed_notebook(out_dir: str) -> str | None:
+    """The executed notebook of the latest run in `out_dir` (a sweep's: none), if any."""
+    runs = os.path.join(out_dir, "runs")
+    try:
+        numbers = sorted((int(n) for n in os.listdir(runs) if n.isdigit()), reverse=True)
+    except OSError:
+        return None
+    for number in numbers:
+        folder = os.path.join(runs, str(number))
+        found = [n for n in os.listdir(folder) if n.endswith(EXECUTED_SUFFIX) and "@" not in n]
+        if len(found) == 1:
+            return os.path.join(folder, found[0])
+    return None
+
+
 def compile_to_directory(path: str, out_dir: str,
                          options: CompileOptions | None = None) -> tuple[Workflow, list[str]]:
-    """Compile `path` and write the workflow into `out_dir`; return the IR and files written."""
+    """Compile `path` and write the workflow into `out_dir`; return the IR and files written.
+    Unless `options` say otherwise, the last run in `out_dir` gives the cells' costs."""
     options = options or CompileOptions()
+    if options.last_run_in is None:
+        options = replace(options, last_run_in=out_dir)
     workflow = compile_notebook(path, options)
     deployments = plan_deployments(workflow, options)  # before writing: bad bindings stop here
     workflow = replace(workflow, diagnostics=(*workflow.diagnostics, *deployments.diagnostics))

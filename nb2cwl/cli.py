@@ -70,7 +70,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", metavar="FILE",
                         help="a profile of a real run (nb2cwl profile NOTEBOOK) whose measured "
                              "seconds per cell replace the static estimates where boundaries "
-                             "are chosen")
+                             "and scatters are chosen. Without it, the seconds the last "
+                             "nb2cwl run into the output folder measured are used, for the "
+                             "cells unchanged since; then JupyterLab's recorded timings; then "
+                             "the estimates. A loop whose measured seconds show that a "
+                             "scatter would not pay stays in one step (explain gives the "
+                             "figures)")
     parser.add_argument("--no-scatter", action="store_true",
                         help="run every loop sequentially, even where its iterations are "
                              "independent")
@@ -150,6 +155,7 @@ def _parser() -> argparse.ArgumentParser:
     _common(explain)
     _selection_options(explain)
     explain.add_argument("--json", action="store_true", help="machine-readable output")
+    _last_run_option(explain)
     _deployment_options(explain)  # explain shows where each step runs
     graph = commands.add_parser("graph", help="draw the step graph")
     _common(graph)
@@ -158,6 +164,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="file to write: .svg, .dot or .mmd (Mermaid)")
     graph.add_argument("--format", choices=("svg", "dot", "mmd"),
                        help="output format (default: from the file extension)")
+    _last_run_option(graph)
     _deployment_options(graph)
     _bundle_parsers(commands)
     _check_parser(commands)
@@ -330,6 +337,14 @@ def _error(line: str) -> None:
         print(line, file=sys.stderr)
 
 
+def _last_run_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workflow", metavar="DIR",
+                        help="the workflow folder whose last run's measured seconds per cell "
+                             "(cells unchanged since) decide the boundaries and scatters, as "
+                             "nb2cwl run into that folder decides them (default: NOTEBOOK-wf "
+                             "beside the notebook; ignored with --profile)")
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "verify":
         return _verify(args)
@@ -365,6 +380,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(f"kept in {costs.source.split('(')[-1].rstrip(')')}: compiling for {name} now "
               "chooses step boundaries with these figures")
         return 0
+    if args.command in ("explain", "graph"):  # the costs the last `nb2cwl run` measured
+        from nb2cwl.backends.naming import default_output_dir
+
+        options = replace(options, last_run_in=getattr(args, "workflow", None)
+                          or default_output_dir(args.notebook))
     if args.command == "explain":
         from nb2cwl.api import compile_notebook
         from nb2cwl.backends.explain import explain_data, explain_text

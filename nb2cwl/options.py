@@ -31,3 +31,6 @@ class CompileOptions:
     content: str | None = None
     only_cells: tuple[str, ...] = ()  # run just these cells (ids or indices) and what they need
     keep_values: bool = False  # each step also saves the variables it defines (for pulling)
+    # an output folder whose last run's measured seconds per cell (cells unchanged since)
+    # replace the estimates where boundaries and scatters are chosen; not with `profile`
+    last_run_in: str | None = None

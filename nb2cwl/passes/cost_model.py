@@ -1,6 +1,7 @@
 """What a step costs and what a step boundary costs, for the partitioning pass.
 
-A cell's seconds come from a profile of a real run (`nb2cwl profile`), from the timings
+A cell's seconds come from a profile of a real run (`nb2cwl profile`), from nb2cwl's own last
+run into the same output folder (cells whose code is unchanged since), from the timings
 JupyterLab recorded in the notebook, or from the analysis' static estimate, in that order.
 What a boundary costs depends on where the steps run: the per-step seconds (a process, the
 engine's scheduling, saving and loading values) and the bytes per second a value crosses
@@ -36,6 +37,7 @@ class Profile:
     value_bytes: Mapping[str, int] = field(default_factory=dict)  # "cell_id:var" -> bytes
     peak_memory_mb: Mapping[str, float] = field(default_factory=dict)
     path: str = ""
+    source: str = "profile"  # "profile" (nb2cwl profile) or "last run" (nb2cwl's own run)
 
 
 def read_profile(path: str) -> Profile:
@@ -59,6 +61,26 @@ def read_profile(path: str) -> Profile:
     return Profile(seconds, sizes, memory, os.path.abspath(path))
 
 
+def read_last_run(executed: str, sources: Mapping[str, str]) -> Profile | None:
+    """The seconds per cell that nb2cwl's run measured (the executed notebook `executed` keeps
+    them in its metadata), for the cells whose source is still `sources[cell id]`; None when
+    that run measured none of them. A scattered loop's cell counts as if run in one process."""
+    try:
+        with open(executed, encoding="utf-8") as handle:
+            data = json.load(handle)
+        measured = data["metadata"]["nb2cwl"]["seconds"]
+        ran = {c.get("id"): "".join(c.get("source", "")) for c in data["cells"]}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not isinstance(measured, dict):
+        return None
+    seconds = {cell_id: float(value) for cell_id, value in measured.items()
+               if isinstance(value, (int, float)) and cell_id in sources
+               and ran.get(cell_id) == sources[cell_id]}
+    return Profile(seconds, path=os.path.abspath(executed), source="last run") if seconds \
+        else None
+
+
 def with_profile(workflow: Workflow, profile: Profile | None) -> Workflow:
     """The workflow with each profiled cell's measured seconds."""
     if profile is None or not profile.seconds:
@@ -67,10 +89,26 @@ def with_profile(workflow: Workflow, profile: Profile | None) -> Workflow:
     def measured(cell: CellCode) -> CellCode:
         seconds = profile.seconds.get(cell.cell_id)
         return cell if seconds is None else replace(cell, seconds=seconds,
-                                                    seconds_from="profile")
+                                                    seconds_from=profile.source)
 
     steps = tuple(replace(s, cells=tuple(measured(c) for c in s.cells)) for s in workflow.steps)
     return replace(workflow, steps=steps)
+
+
+#: What each `CellCode.seconds_from` means, for explain.
+SECONDS_FROM = {"profile": "measured by nb2cwl profile", "last run": "measured in the last run",
+                "notebook": "as the notebook's recorded timing says",
+                "estimate": "estimated from the code"}
+
+
+def seconds_source(step: Step) -> str:
+    """Where a step's seconds come from, in words (its cells' sources, most trusted first)."""
+    found = {cell.seconds_from for cell in step.cells}
+    for kind in SECONDS_FROM:
+        if kind in found:
+            return SECONDS_FROM[kind] + (" (and estimates)" if "estimate" in found and
+                                         kind != "estimate" else "")
+    return SECONDS_FROM["estimate"]
 
 
 def step_seconds(step: Step) -> float:

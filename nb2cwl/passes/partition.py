@@ -16,7 +16,14 @@ from dataclasses import replace
 
 from nb2cwl.ir.model import Step, StepInput, Workflow
 from nb2cwl.ir.validate import InvalidWorkflow, topological_order, validate_workflow
-from nb2cwl.passes.cost_model import Costs, Profile, costs_for, step_seconds, value_bytes
+from nb2cwl.passes.cost_model import (
+    Costs,
+    Profile,
+    costs_for,
+    seconds_source,
+    step_seconds,
+    value_bytes,
+)
 
 #: A step is heavy when it runs this many times longer than a boundary costs: splitting it
 #: from an independent heavy step then gains more than the two boundaries cost.
@@ -100,7 +107,8 @@ def _standing_apart(workflow: Workflow, steps: list[Step], costs: Mapping[str, C
                 boundary = costs_for(step, costs, default)
                 gain = min(seconds, other_seconds) - 2 * boundary.step_seconds
                 reasons[name] = (f"runs beside {other} (neither needs the other): about "
-                                 f"{seconds:.2g} s of work, a boundary costs about "
+                                 f"{seconds:.2g} s of work ({seconds_source(step)}), a "
+                                 "boundary costs about "
                                  f"{boundary.step_seconds:.2g} s here, so about {gain:.2g} s "
                                  "gained")
     return reasons

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import replace
 
 from nb2cwl.analysis.skeletons.model import HAZARDS
@@ -14,8 +15,10 @@ PREFIX = "skeleton:prefix"
 PSEUDO = (CHUNKS, RESULTS, PREFIX)
 
 
-def scatter_loops(workflow: Workflow, chunks: int = 0) -> Workflow:
-    """Split every step whose cell holds a recognised map; keep the rest as it is."""
+def scatter_loops(workflow: Workflow, chunks: int = 0,
+                  sequential: Mapping[int, str] | None = None) -> Workflow:
+    """Split every step whose cell holds a recognised map; keep the rest as it is, and the
+    cells `sequential` names (a scatter would not pay, with that reason)."""
     steps: list[Step] = []
     renamed: dict[str, str] = {}
     early: dict[str, tuple[str, set[str]]] = {}  # cell step -> (its split, values ready there)
@@ -30,6 +33,10 @@ def scatter_loops(workflow: Workflow, chunks: int = 0) -> Workflow:
         # names the loop binds keep their last value for the rest of the cell and later cells
         keep = tuple(sorted(set(plan.keep_locals) | (set(step.outputs) & set(plan.loop_locals))))
         plan = replace(plan, keep_locals=keep)
+        if sequential and cell in sequential:
+            fallbacks.append(Fallback(cell, sequential[cell], line=plan.line))
+            steps.append(replace(step, plan=None))
+            continue
         if step.writes_files or (step.sees_all_files and not _only_reads(step)):
             limit = HAZARDS["cell_writes_files"]
             fallbacks.append(Fallback(cell, f"line {plan.line}: {limit.what}; the loop runs "

@@ -52,11 +52,13 @@ def run_part(role: str, spec: dict[str, Any], args: Arguments, namespace: dict[s
                  f"{cell['index']} (id {cell['id']}), line {plan['line']}, in an iteration "
                  "of the loop")
         try:
-            outputs = gather(plan, namespace, args.get("results", []), prefix, run_code, where)
+            outputs, seconds = gather(plan, namespace, args.get("results", []), prefix,
+                                      run_code, where)
         except LoopFailed as failed:
             raise CellFailed(cell, None, str(failed), failed.outputs) from None
         report["cells"].append({"index": cell["index"], "outputs": outputs,
-                                "execution_count": cell["execution_count"]})
+                                "execution_count": cell["execution_count"],
+                                "seconds": seconds})
         live.cell_outputs(cell, outputs)
         live.cell_event(cell, "done", execution_count=cell["execution_count"])
 
@@ -297,8 +299,10 @@ def _comprehension_source(plan: dict[str, Any]) -> str:
 
 def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[str],
            prefix: tuple[list[Event], float], run_code: RunCode,
-           where: str = "") -> list[dict[str, Any]]:
-    """Put item results back in order, apply accumulations, run the rest of the cell.
+           where: str = "") -> tuple[list[dict[str, Any]], float]:
+    """Put item results back in order, apply accumulations, run the rest of the cell; the
+    cell's outputs, and the seconds the whole cell would take in one process (the code
+    before the loop, every item, the rest of the cell), which later compilations use.
 
     The cell's outputs are laid out on one timeline, as if the items had run one after the
     other, so streams come out as Jupyter would show them.
@@ -332,13 +336,13 @@ def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[s
     if plan["body"] is None:
         namespace[GATHERED] = gathered.value
     try:
-        events, _ = run_code(plan["gather_code"], True)
+        events, rest = run_code(plan["gather_code"], True)
     except CellFailed as failure:
         failure.outputs = replay(shown_once(timeline + shifted(failure.events, offset)))
         raise
     finally:
         namespace.pop(GATHERED, None)
-    return replay(shown_once(timeline + shifted(events, offset)))
+    return replay(shown_once(timeline + shifted(events, offset))), offset + rest
 
 
 class LoopFailed(Exception):

@@ -340,9 +340,11 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
     if role == "cell":
         for cell in spec["cells"]:
             settings.before_cell(cell["index"])  # those of other steps' cells before this one
+            began = time.perf_counter()
             outputs = _run_cell(cell, executor, spec)
             report["cells"].append({"index": cell["index"], "outputs": outputs,
-                                    "execution_count": cell["execution_count"]})
+                                    "execution_count": cell["execution_count"],
+                                    "seconds": time.perf_counter() - began})
             after_cell(cell["index"])
         return
     cell = spec["cells"][0]

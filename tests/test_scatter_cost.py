@@ -1,0 +1,101 @@
+"""Known costs are used: nb2cwl's own last run keeps each cell's measured seconds, and the next
+compilation into the same folder uses them; a loop whose measured seconds show that a scatter
+would not pay stays in one step, and explain gives the figures (issue 24, items 2 and 8)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from nb2cwl.passes.cost_model import read_last_run
+
+QUICK = ["import numpy as np\nx = np.arange(50.0)\ny = 2 * x + 1",
+         "fits = []\nfor seed in range(8):\n    g = np.random.default_rng(seed)\n"
+         "    idx = g.integers(0, 50, 50)\n"
+         "    fits.append(round(float(np.polyfit(x[idx], y[idx], 1)[0]), 3))\nprint(fits)"]
+SLOW = ["import time\nitems = list(range(8))",
+        "done = []\nfor i in items:\n    time.sleep(0.2)\n    done.append(i * i)\nprint(done)"]
+
+
+def _notebook(path: Path, sources: list[str]) -> Path:
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python",
+                                       "display_name": "Python 3"}
+    notebook.cells = [nbformat.v4.new_code_cell(s, id=f"c{n}") for n, s in enumerate(sources)]
+    nbformat.write(notebook, str(path))
+    return path
+
+
+def _cli(*args: str, cwd: Path) -> str:
+    done = subprocess.run([sys.executable, "-m", "nb2cwl", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _steps(out: Path) -> list[str]:
+    return sorted(p.stem for p in (out / "steps").glob("*.py"))
+
+
+def _printed(out: Path, run: int) -> list[str]:
+    executed = next((out / "runs" / str(run)).glob("*.executed.ipynb"))
+    return ["".join(o.get("text", "") for o in c["outputs"])
+            for c in json.loads(executed.read_text())["cells"]]
+
+
+@pytest.mark.streamflow
+def test_a_loop_measured_too_quick_to_pay_stays_in_one_step(tmp_path: Path) -> None:
+    notebook = _notebook(tmp_path / "quick.ipynb", QUICK)
+    out = tmp_path / "wf"
+    _cli("run", str(notebook), "-o", str(out), "--quiet", cwd=tmp_path)
+    assert "cell_1_split" in _steps(out)  # nothing measured yet: the estimate scatters it
+    executed = next((out / "runs" / "1").glob("*.executed.ipynb"))
+    measured = json.loads(executed.read_text())["metadata"]["nb2cwl"]["seconds"]
+    assert set(measured) == {"c0", "c1"} and all(0 < s < 5 for s in measured.values())
+
+    explained = _cli("explain", str(notebook), "--workflow", str(out), cwd=tmp_path)
+    assert "a scatter would not pay: the cell takes about" in explained, explained
+    assert "(measured in the last run)" in explained
+    assert "split and gather steps cost about 0.6 s" in explained
+    assert "scatter would not pay" not in _cli("explain", str(notebook), cwd=tmp_path)
+
+    _cli("run", str(notebook), "-o", str(out), "--quiet", cwd=tmp_path)
+    assert not any(s.endswith(("_split", "_map", "_gather")) for s in _steps(out))
+    assert _printed(out, 2) == _printed(out, 1)
+
+    edited = [QUICK[0], QUICK[1].replace("range(8)", "range(6)")]  # its cost is unknown again
+    _notebook(notebook, edited)
+    _cli("run", str(notebook), "-o", str(out), "--quiet", cwd=tmp_path)
+    assert "cell_1_split" in _steps(out)
+
+
+@pytest.mark.streamflow
+def test_a_loop_measured_heavy_enough_stays_scattered(tmp_path: Path) -> None:
+    notebook = _notebook(tmp_path / "slow.ipynb", SLOW)
+    out = tmp_path / "wf"
+    for _ in range(2):
+        _cli("run", str(notebook), "-o", str(out), "--quiet", "--chunks", "2", cwd=tmp_path)
+        assert "cell_1_map" in _steps(out)
+    executed = next((out / "runs" / "2").glob("*.executed.ipynb"))
+    seconds = json.loads(executed.read_text())["metadata"]["nb2cwl"]["seconds"]["c1"]
+    assert seconds >= 1.6  # the eight items, as if in one process, not one chunk's half
+    assert _printed(out, 2)[1] == "[0, 1, 4, 9, 16, 25, 36, 49]\n"
+
+
+def test_only_the_cells_unchanged_since_the_run_keep_their_seconds(tmp_path: Path) -> None:
+    executed = tmp_path / "nb.executed.ipynb"
+    executed.write_text(json.dumps({
+        "metadata": {"nb2cwl": {"seconds": {"a": 1.5, "b": 2.0, "gone": 3.0}}},
+        "cells": [{"id": "a", "source": ["x = 1\n", "y = 2"]}, {"id": "b", "source": "z = 3"},
+                  {"id": "gone", "source": "w = 4"}]}))
+    profile = read_last_run(str(executed), {"a": "x = 1\ny = 2", "b": "z = 30"})
+    assert profile is not None and dict(profile.seconds) == {"a": 1.5}
+    assert profile.source == "last run"
+    assert read_last_run(str(executed), {"b": "z = 30"}) is None
+    executed.write_text("{}")
+    assert read_last_run(str(executed), {"a": "x = 1\ny = 2"}) is None
