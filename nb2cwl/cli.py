@@ -496,7 +496,7 @@ def _run(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int
 def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
               server: StepServer, events: RunEvents | None = None) -> int:
     from nb2cwl.errors import RunInterrupted
-    from nb2cwl.launch import CACHE_DIR, Engine, may_use_kubernetes, run_workflow
+    from nb2cwl.launch import CACHE_DIR, Engine, may_use_kubernetes, run_workflow, take_engine
     from nb2cwl.stopping import shield
 
     engine = None
@@ -506,9 +506,9 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
         kubernetes = may_use_kubernetes(
             [options.deployment, *(name for _, name in options.targets)],
             [options.deployment_file, options.content or args.notebook])
-        with shield():  # StreamFlow starts up while the notebook compiles
-            engine = Engine(cache_dir, server, kubernetes, args.refresh, extra_env,
-                            tuple(args.cells))
+        with shield():  # StreamFlow starts up while the notebook compiles (or waits warm)
+            engine = take_engine(cache_dir, server, kubernetes, args.refresh, extra_env,
+                                 tuple(args.cells))
         from nb2cwl.api import compile_to_directory
 
         workflow, _ = compile_to_directory(args.notebook, out_dir, options)

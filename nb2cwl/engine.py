@@ -43,7 +43,9 @@ _PR_SET_PDEATHSIG = 1
 
 
 def serve() -> None:
-    """Run StreamFlow with the command line that arrives on stdin (exit at once on EOF)."""
+    """Run StreamFlow with the command line that arrives on stdin (exit at once on EOF): a
+    JSON list of arguments, or {"argv": [...], "env": {...}} with the run's own environment
+    variables (an engine started before its run was known: nb2cwl.standby)."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     parent = _watch_parent()
     if os.environ.get(NO_KUBERNETES_ENV):
@@ -56,7 +58,11 @@ def serve() -> None:
     line = sys.stdin.readline()
     if not line.strip():  # nb2cwl is gone, or compiling failed
         sys.exit(0)
-    sys.argv = ["streamflow", *json.loads(line)]
+    request = json.loads(line)
+    if isinstance(request, dict):  # the steps inherit the run's variables from here
+        os.environ.update(request.get("env") or {})
+        request = request["argv"]
+    sys.argv = ["streamflow", *request]
     if parent and os.getppid() != parent:  # nb2cwl died meanwhile: run nothing
         sys.exit(1)
     status = run()

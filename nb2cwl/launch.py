@@ -81,23 +81,19 @@ class Engine:
     def __init__(self, cache_dir: str | None = None, step_server: StepServer | None = None,
                  kubernetes: bool = True, refresh: bool = False,
                  extra_env: dict[str, str] | None = None,
-                 rerun_cells: tuple[str, ...] = ()) -> None:
+                 rerun_cells: tuple[str, ...] = (), warm: bool = False) -> None:
+        """`warm`: started before its run is known (nb2cwl.standby); `for_run` gives it the
+        run's settings, which the other arguments give here otherwise."""
         token = secrets.token_hex(8)
         env = dict(os.environ, **{RUN_ENV: token, PARENT_ENV: str(os.getpid())},
-                   PYTHONHASHSEED=HASH_SEED,  # as the steps (and so the step server) hash
-                   **(extra_env or {}))
-        if not kubernetes:  # StreamFlow need not load its Kubernetes client (nb2cwl.engine)
-            env[NO_KUBERNETES_ENV] = "1"
-        if step_server is not None:  # local steps start from its warm children
-            env[SERVER_ENV] = step_server.path
-        if cache_dir:  # steps reuse outputs of earlier runs whose code and inputs match
-            env[CACHE_ENV] = os.path.abspath(cache_dir)
-            if refresh:  # ... or run again, and keep their outputs for the next run
-                env[CACHE_REFRESH_ENV] = "1"
-            if rerun_cells:  # the steps of these cells run again (--cells)
-                env[RERUN_CELLS_ENV] = ",".join(rerun_cells)
+                   PYTHONHASHSEED=HASH_SEED)  # as the steps (and so the step server) hash
+        if not kubernetes or warm:  # StreamFlow loads its Kubernetes client only if a run
+            env[NO_KUBERNETES_ENV] = "1"  # uses it (nb2cwl.engine)
         # steps run `python3` from PATH: make it this environment's interpreter
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+        self._run_env: dict[str, str] = {}
+        if not warm:
+            env.update(_run_env(cache_dir, step_server, refresh, extra_env, rerun_cells))
         self.env = env
         self.process = subprocess.Popen(
             [sys.executable, "-c", _BOOTSTRAP], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -121,11 +117,19 @@ class Engine:
         finally:
             self._lines.put(None)
 
+    def for_run(self, cache_dir: str | None, step_server: StepServer | None, refresh: bool,
+                extra_env: dict[str, str] | None, rerun_cells: tuple[str, ...]) -> Engine:
+        """A warm engine, made this run's: its settings, sent with the command line."""
+        self._run_env = _run_env(cache_dir, step_server, refresh, extra_env, rerun_cells)
+        self.env = {**self.env, **self._run_env}
+        return self
+
     def start(self, arguments: list[str], kinds: frozenset[str] = frozenset()) -> None:
         """Hand StreamFlow its command line; it starts running the workflow on `kinds`."""
         assert self.process.stdin is not None
         self.run.kinds = kinds
-        self.process.stdin.write(json.dumps(arguments) + "\n")
+        request = {"argv": arguments, "env": self._run_env} if self._run_env else arguments
+        self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.close()
 
     def lines(self) -> list[str]:
@@ -168,6 +172,41 @@ class Engine:
         except subprocess.TimeoutExpired:
             return False
         return True
+
+
+def _run_env(cache_dir: str | None, step_server: StepServer | None, refresh: bool,
+             extra_env: dict[str, str] | None, rerun_cells: tuple[str, ...]) -> dict[str, str]:
+    """The environment variables of one run, for StreamFlow and every step it starts."""
+    env = dict(extra_env or {})
+    if step_server is not None:  # local steps start from its warm children
+        env[SERVER_ENV] = step_server.path
+    if cache_dir:  # steps reuse outputs of earlier runs whose code and inputs match
+        env[CACHE_ENV] = os.path.abspath(cache_dir)
+        if refresh:  # ... or run again, and keep their outputs for the next run
+            env[CACHE_REFRESH_ENV] = "1"
+        if rerun_cells:  # the steps of these cells run again (--cells)
+            env[RERUN_CELLS_ENV] = ",".join(rerun_cells)
+    return env
+
+
+#: An engine started before its run was asked for (nb2cwl.standby), for the next run here.
+_warm: list[Engine] = []
+
+
+def keep_warm(engine: Engine) -> None:
+    """`engine` (started with warm=True) serves this process's next run."""
+    _warm[:] = [engine]
+
+
+def take_engine(cache_dir: str | None, step_server: StepServer | None, kubernetes: bool,
+                refresh: bool, extra_env: dict[str, str] | None,
+                rerun_cells: tuple[str, ...]) -> Engine:
+    """The warm engine, made this run's, if one waits and is alive; else a new one."""
+    while _warm:
+        engine = _warm.pop()
+        if engine.process.poll() is None:
+            return engine.for_run(cache_dir, step_server, refresh, extra_env, rerun_cells)
+    return Engine(cache_dir, step_server, kubernetes, refresh, extra_env, rerun_cells)
 
 
 _KUBERNETES_WORDS = re.compile(rb"\b(helm[34]?|kubernetes)\b", re.IGNORECASE)

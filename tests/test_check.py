@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -87,6 +88,10 @@ def test_text_report_and_tolerance(tmp_path: Path, capsys) -> None:
     assert main(["check", str(path), "--rtol", "1e-9"]) == 0
     out = capsys.readouterr().out
     assert "relative tolerance" in out and "cell   1" in out
+    # both times, their ratio, and what the workflow gained or lost against the kernel
+    assert re.search(r"time: [\d.]+ s as a workflow, [\d.]+ s in a Jupyter kernel top to "
+                     r"bottom \(its start included\): [\d.]+x, [\d.]+ s (gained|slower)\n",
+                     out), out
 
 
 def test_the_report_travels_into_the_bundle(tmp_path: Path, capsys) -> None:

@@ -170,8 +170,12 @@ def render(report: CheckReport) -> str:
         if cell.suggestion:
             lines.append(f"      try: {cell.suggestion}")
     if report.kernel_seconds and report.workflow_seconds:
+        difference = report.kernel_seconds - report.workflow_seconds
+        outcome = (f"{difference:.1f} s gained" if difference >= 0 else
+                   f"{-difference:.1f} s slower")
         lines.append(f"time: {report.workflow_seconds:.1f} s as a workflow, "
                      f"{report.kernel_seconds:.1f} s in a Jupyter kernel top to bottom (its "
-                     f"start included): {report.workflow_seconds / report.kernel_seconds:.2f}x")
+                     f"start included): {report.workflow_seconds / report.kernel_seconds:.2f}x, "
+                     f"{outcome}")
     lines.append(f"report: {os.path.join(report.run_folder, REPORT)}")
     return "\n".join(lines) + "\n"

@@ -278,3 +278,43 @@ async def test_a_killed_run_never_takes_the_server_down_and_runs_are_found_again
     while processes_with(marker) and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
     assert processes_with(marker) == []
+
+
+async def test_runs_start_from_a_standby_that_stops_with_the_server(
+        jp_fetch: Any, jp_root_dir: Path, jp_serverapp: Any) -> None:
+    """The server keeps an `nb2cwl run` process ready (nb2cwl.standby): a run becomes it, the
+    next is made ready after, and stopping the server stops the one waiting."""
+    extension = jp_serverapp.web_app.settings["nb2cwl"]
+    first = extension.store._standby
+    assert first is not None and first.poll() is None
+    write_notebook(jp_root_dir, "quick.ipynb", ["x = 6", "print(x * 7)"])
+    run = await call(jp_fetch, "runs", method="POST", body={"path": "quick.ipynb"})
+    assert (await wait_run(jp_fetch, run["id"]))["status"] == "done"
+    record = extension.store.get(run["id"])
+    assert record.meta["standby"] is True and record.meta["pid"] == first.pid
+    deadline = time.monotonic() + 30
+    while extension.store._standby is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    waiting = extension.store._standby
+    assert waiting is not None and waiting.pid != first.pid
+    while not _children(waiting.pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    engines = _children(waiting.pid)  # its StreamFlow, started and waiting too
+    assert len(engines) == 1
+    await extension.stop_extension()
+    assert waiting.poll() is not None
+    while any(os.path.exists(f"/proc/{pid}") for pid in engines) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in engines)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text() if entry.isdigit() else ""
+        except OSError:
+            continue
+        if stat and int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry))
+    return found

@@ -12,13 +12,24 @@ from IPython.display import display, update_display
 from nb2cwl.integrations.runs import Run, RunRequest, RunStore
 
 REFRESH = 0.2  # seconds between updates of the progress display
+_KERNEL_STORE: list[RunStore] = []
+
+
+def kernel_store() -> RunStore:
+    """The kernel's run store: it keeps a standby ready (nb2cwl.standby), so that the next
+    `%nb2cwl run` starts without nb2cwl's and StreamFlow's start-up; the standby ends with the
+    kernel."""
+    if not _KERNEL_STORE:
+        _KERNEL_STORE.append(RunStore())
+        _KERNEL_STORE[0].prepare(with_parent=True)
+    return _KERNEL_STORE[0]
 
 
 def run_with_progress(notebook: str, deployment: str | None, changed: bool,
                       store: RunStore | None = None) -> None:
     """Run `notebook` as a workflow (its saved file), showing each step's status; raise a
     UsageError with the failing cell when a cell fails. Interrupting the kernel cancels it."""
-    store = store or RunStore()
+    store = store or kernel_store()
     going = store.active(notebook)
     if going is not None:
         raise UsageError(f"run {going.id} of this notebook is still going")

@@ -11,7 +11,9 @@ or on the command line):
   sidebar offers besides the profiles (local, docker, slurm, helm).
 
 Each run is an `nb2cwl run` process of its own (nb2cwl/integrations/runs.py): a run that crashes
-never takes the server down; runs still going when the server stops are cancelled.
+never takes the server down; runs still going when the server stops are cancelled. One such
+process waits ready (nb2cwl.standby: nb2cwl imported, StreamFlow started), so that a run
+starts its first step without their start-up; it stops with the server.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Nb2CwlServer(ExtensionApp):
         """The run store, the relay of run events, and the event schema."""
         self.serverapp.event_logger.register_event_schema(SCHEMA)
         self.store = RunStore(self.runs_dir or default_runs_dir())
+        self.store.prepare()  # a run of the open notebook starts without nb2cwl's start-up
         self.relay = Relay(self.store, self.serverapp.event_logger, self.log)
         self.relay.start()
         self.settings["nb2cwl"] = self
@@ -54,6 +57,7 @@ class Nb2CwlServer(ExtensionApp):
         """The server stops: the runs it started stop too (nothing keeps running)."""
         self.relay.stop()
         self.relay.cancel_started()
+        self.store.close()
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:

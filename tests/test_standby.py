@@ -1,0 +1,116 @@
+"""Runs from long-lived processes (the Jupyter server, a kernel's magics) start from a standby:
+an `nb2cwl run` process with nb2cwl imported and StreamFlow started before the run is asked for
+(issue 24, item 9). It gives the same run as a cold start, another is made ready once the run
+has ended, and closing the store leaves no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from nb2cwl.integrations.runs import RunRequest, RunStore
+
+pytestmark = pytest.mark.streamflow
+
+SOURCES = ["import math\nitems = list(range(5))",
+           "print([math.factorial(i) for i in items])"]
+
+
+def _notebook(path: Path) -> Path:
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python",
+                                       "display_name": "Python 3"}
+    notebook.cells = [nbformat.v4.new_code_cell(s, id=f"c{n}") for n, s in enumerate(SOURCES)]
+    nbformat.write(notebook, str(path))
+    return path
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    return state != "Z"
+
+
+def _until(condition, seconds: float = 60) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def test_a_run_becomes_the_standby_and_another_is_made_ready(tmp_path: Path) -> None:
+    notebook = _notebook(tmp_path / "nb.ipynb")
+    store = RunStore(str(tmp_path / "runs"))
+    try:
+        store.prepare()
+        standby = store._standby
+        assert standby is not None
+        assert _until(lambda: len(_children(standby.pid)) == 1)  # its engine, waiting
+        run = store.start(RunRequest(str(notebook), "nb.ipynb"))
+        assert run.meta["standby"] is True and run.meta["pid"] == standby.pid
+        assert store.wait(run, 180) == "done", Path(run.log_path).read_text()[-3000:]
+        executed = json.loads(Path(run.executed_notebook()).read_text())
+        assert executed["cells"][1]["outputs"][0]["text"] == "[1, 1, 2, 6, 24]\n"
+        assert "compiled nb.ipynb" in Path(run.log_path).read_text()  # its output, in the log
+        assert _until(lambda: store._standby is not None and store._standby.poll() is None)
+        assert store._standby.pid != standby.pid  # the next one, for the next run
+        again = store.start(RunRequest(str(notebook), "nb.ipynb", mode="changed"))
+        assert again.meta["standby"] is True
+        assert store.wait(again, 180) == "done"
+    finally:
+        store.close()
+
+
+def test_closing_the_store_leaves_no_process(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path / "runs"))
+    store.prepare()
+    standby = store._standby
+    assert standby is not None and _until(lambda: len(_children(standby.pid)) == 1)
+    (engine,) = _children(standby.pid)
+    store.close()
+    assert standby.poll() is not None
+    assert _until(lambda: not _alive(engine), 30)
+    store.prepare()  # a closed store makes no other
+    assert store._standby is None
+
+
+def test_a_killed_standby_takes_its_engine_along(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path / "runs"))
+    try:
+        store.prepare()
+        standby = store._standby
+        assert standby is not None and _until(lambda: len(_children(standby.pid)) == 1)
+        (engine,) = _children(standby.pid)
+        os.kill(standby.pid, signal.SIGKILL)
+        standby.wait()
+        assert _until(lambda: not _alive(engine), 30)
+        notebook = _notebook(tmp_path / "nb.ipynb")  # the next run starts cold instead
+        run = store.start(RunRequest(str(notebook), "nb.ipynb"))
+        assert "standby" not in run.meta
+        assert store.wait(run, 180) == "done"
+    finally:
+        store.close()
