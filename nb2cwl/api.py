@@ -13,7 +13,7 @@ from nb2cwl.analysis.dataflow import build_dataflow, needed_cells
 from nb2cwl.analysis.program import analyse_notebook
 from nb2cwl.backends.calibration import deployment_costs
 from nb2cwl.backends.deployments import bind_steps, plan_deployments
-from nb2cwl.backends.naming import EXECUTED_SUFFIX
+from nb2cwl.backends.naming import TIMINGS_FILE
 from nb2cwl.backends.writer import write_workflow
 from nb2cwl.errors import DirectiveError, Location, OptionError
 from nb2cwl.frontend.directives import TAG_SKIP
@@ -69,9 +69,8 @@ def _compile(path: str, options: CompileOptions) -> Workflow:
         except ValueError as exc:
             raise OptionError(f"--profile: {exc}", Location(notebook.name)) from None
     elif options.last_run_in:  # what nb2cwl's own last run measured
-        executed = last_executed_notebook(options.last_run_in)
-        if executed is not None:
-            profile = read_last_run(executed, {c.cell_id: c.source for c in notebook.cells})
+        profile = read_last_run(os.path.join(options.last_run_in, TIMINGS_FILE),
+                                {c.cell_id: c.source for c in notebook.cells})
     workflow = with_profile(workflow, profile)
     if options.scatter:
         sequential = unpaying_scatters(workflow, *deployment_costs(workflow, options), options)
@@ -108,21 +107,6 @@ def skip_unneeded(notebook: Notebook, flow: Dataflow, chosen: tuple[str, ...]) -
         cell if not cell.is_code or cell.index in keep or TAG_SKIP in cell.tags
         else replace(cell, tags=(*cell.tags, TAG_SKIP)) for cell in notebook.cells)
     return replace(notebook, cells=cells)
-
-
-def last_executed_notebook(out_dir: str) -> str | None:
-    """The executed notebook of the latest run in `out_dir` (a sweep's: none), if any."""
-    runs = os.path.join(out_dir, "runs")
-    try:
-        numbers = sorted((int(n) for n in os.listdir(runs) if n.isdigit()), reverse=True)
-    except OSError:
-        return None
-    for number in numbers:
-        folder = os.path.join(runs, str(number))
-        found = [n for n in os.listdir(folder) if n.endswith(EXECUTED_SUFFIX) and "@" not in n]
-        if len(found) == 1:
-            return os.path.join(folder, found[0])
-    return None
 
 
 def compile_to_directory(path: str, out_dir: str,

@@ -495,13 +495,16 @@ def _run(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int
 
 def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
               server: StepServer, events: RunEvents | None = None) -> int:
+    from nb2cwl.backends.naming import TIMINGS_FILE
     from nb2cwl.errors import RunInterrupted
     from nb2cwl.launch import CACHE_DIR, Engine, may_use_kubernetes, run_workflow, take_engine
+    from nb2cwl.runtime.timings import ENV as TIMINGS_ENV
     from nb2cwl.stopping import shield
 
     engine = None
     cache_dir = None if args.no_cache else os.path.join(out_dir, CACHE_DIR)
-    extra_env = events.environment if events is not None else None
+    timings = os.path.join(os.path.abspath(out_dir), TIMINGS_FILE)
+    extra_env = {**(events.environment if events is not None else {}), TIMINGS_ENV: timings}
     try:
         kubernetes = may_use_kubernetes(
             [options.deployment, *(name for _, name in options.targets)],
@@ -512,6 +515,7 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
         from nb2cwl.api import compile_to_directory
 
         workflow, _ = compile_to_directory(args.notebook, out_dir, options)
+        open(timings, "w").close()  # compiled with the last run's: this run's from here on
         configs, values = _run_config(args, workflow, out_dir)
         with shield():
             server.start(out_dir, options.python, engine.env, workflow.preload,

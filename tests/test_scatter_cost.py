@@ -12,7 +12,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nb2cwl.passes.cost_model import read_last_run
+from nb2cwl.backends.naming import TIMINGS_FILE
+from nb2cwl.passes.cost_model import read_last_run, source_digest
+from nb2cwl.runtime.timings import digest
 
 QUICK = ["import numpy as np\nx = np.arange(50.0)\ny = 2 * x + 1",
          "fits = []\nfor seed in range(8):\n    g = np.random.default_rng(seed)\n"
@@ -54,9 +56,9 @@ def test_a_loop_measured_too_quick_to_pay_stays_in_one_step(tmp_path: Path) -> N
     out = tmp_path / "wf"
     _cli("run", str(notebook), "-o", str(out), "--quiet", cwd=tmp_path)
     assert "cell_1_split" in _steps(out)  # nothing measured yet: the estimate scatters it
-    executed = next((out / "runs" / "1").glob("*.executed.ipynb"))
-    measured = json.loads(executed.read_text())["metadata"]["nb2cwl"]["seconds"]
+    measured = _measured(out)
     assert set(measured) == {"c0", "c1"} and all(0 < s < 5 for s in measured.values())
+    assert "seconds" not in next((out / "runs" / "1").glob("*.executed.ipynb")).read_text()
 
     explained = _cli("explain", str(notebook), "--workflow", str(out), cwd=tmp_path)
     assert "a scatter would not pay: the cell takes about" in explained, explained
@@ -81,21 +83,25 @@ def test_a_loop_measured_heavy_enough_stays_scattered(tmp_path: Path) -> None:
     for _ in range(2):
         _cli("run", str(notebook), "-o", str(out), "--quiet", "--chunks", "2", cwd=tmp_path)
         assert "cell_1_map" in _steps(out)
-    executed = next((out / "runs" / "2").glob("*.executed.ipynb"))
-    seconds = json.loads(executed.read_text())["metadata"]["nb2cwl"]["seconds"]["c1"]
-    assert seconds >= 1.6  # the eight items, as if in one process, not one chunk's half
+    assert _measured(out)["c1"] >= 1.6  # the eight items as in one process, not a chunk's
     assert _printed(out, 2)[1] == "[0, 1, 4, 9, 16, 25, 36, 49]\n"
 
 
+def _measured(out: Path) -> dict[str, float]:
+    lines = (out / TIMINGS_FILE).read_text().splitlines()
+    return {entry["cell"]: entry["seconds"] for entry in map(json.loads, lines)}
+
+
 def test_only_the_cells_unchanged_since_the_run_keep_their_seconds(tmp_path: Path) -> None:
-    executed = tmp_path / "nb.executed.ipynb"
-    executed.write_text(json.dumps({
-        "metadata": {"nb2cwl": {"seconds": {"a": 1.5, "b": 2.0, "gone": 3.0}}},
-        "cells": [{"id": "a", "source": ["x = 1\n", "y = 2"]}, {"id": "b", "source": "z = 3"},
-                  {"id": "gone", "source": "w = 4"}]}))
-    profile = read_last_run(str(executed), {"a": "x = 1\ny = 2", "b": "z = 30"})
-    assert profile is not None and dict(profile.seconds) == {"a": 1.5}
+    timings = tmp_path / TIMINGS_FILE
+    entries = [{"cell": "a", "digest": digest("x = 1\ny = 2"), "seconds": 1.5},
+               {"cell": "b", "digest": digest("z = 3"), "seconds": 2.0},
+               {"cell": "gone", "digest": digest("w = 4"), "seconds": 3.0}]
+    timings.write_text("".join(json.dumps(e) + "\n" for e in entries) + '{"cell": "a", "dig')
+    profile = read_last_run(str(timings), {"a": "x = 1\ny = 2", "b": "z = 30"})
+    assert profile is not None and dict(profile.seconds) == {"a": 1.5}  # a half line: skipped
     assert profile.source == "last run"
-    assert read_last_run(str(executed), {"b": "z = 30"}) is None
-    executed.write_text("{}")
-    assert read_last_run(str(executed), {"a": "x = 1\ny = 2"}) is None
+    assert read_last_run(str(timings), {"b": "z = 30"}) is None
+    assert read_last_run(str(tmp_path / "missing"), {"a": "x = 1\ny = 2"}) is None
+    for source in ("", "x = 1\ny = 2", "print('é')"):  # the steps' digest is the compiler's
+        assert digest(source) == source_digest(source)

@@ -169,9 +169,9 @@ def test_map_and_reduce_forms_are_scattered(
     assert _scattered(data) == expected
     assert data["fallbacks"] == []
     cwl = _compiled_cwl(path, tmp_path / "out", capsys)
-    assert cwl.count("scatter:") == len(expected)
+    assert cwl.count('"scatter":') == len(expected)
     for method in set(expected.values()) - {"scatter"}:
-        assert f"scatterMethod: {method}" in cwl
+        assert f'"scatterMethod": "{method}"' in cwl
 
 
 @pytest.mark.parametrize("name", sorted(BLOCKED))

@@ -240,7 +240,7 @@ def test_nb2cwl_run_starts_local_steps_from_its_server_and_stops_it(tmp_path: Pa
     assert executed.cells[1].outputs[0]["text"] == "42 True 0\n"
     assert _forkservers(tmp_path) <= before  # gone with the run
     tool = (tmp_path / "wf" / "tools" / "cell_1.cwl").read_text()
-    assert "- -S" in tool
+    assert '"-S"' in tool
 
 
 @pytest.mark.streamflow

@@ -11,6 +11,9 @@ EXECUTED_SUFFIX = ".executed.ipynb"
 #: Every step hashes strings alike (PYTHONHASHSEED): a set of strings, or a dict built from one,
 #: iterates in one order in every step, as in one kernel; each new process would pick its own.
 HASH_SEED = "0"
+#: Each cell's seconds in the folder's last run (nb2cwl.runtime.timings): the next
+#: compilation's costs.
+TIMINGS_FILE = ".nb2cwl-timings.jsonl"
 
 
 def executed_name(workflow: Workflow) -> str:

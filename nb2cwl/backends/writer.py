@@ -86,8 +86,12 @@ def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
         target = root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("w", encoding="utf-8") as handle:
-            handle.write("#!/usr/bin/env cwl-runner\n" if rel.endswith(".cwl") else "")
-            yaml.dump(document, handle)
+            if rel.endswith(".cwl"):  # JSON, which is YAML too: StreamFlow reads it at once
+                handle.write("#!/usr/bin/env cwl-runner\n")  # (nb2cwl.engine)
+                json.dump(document, handle, indent=2, ensure_ascii=False)
+                handle.write("\n")
+            else:
+                yaml.dump(document, handle)
         written.append(rel)
 
     def local(step: str) -> bool:

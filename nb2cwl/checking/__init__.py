@@ -66,7 +66,9 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
                    rtol: float | None = None, timeout: int = 600) -> CheckReport:
     """Compare `path` run by a kernel with `path` run as a workflow compiled into `out_dir`."""
     from nb2cwl.api import compile_to_directory
+    from nb2cwl.backends.naming import TIMINGS_FILE
     from nb2cwl.launch import CACHE_DIR, Engine, StepServer, run_workflow
+    from nb2cwl.runtime.timings import ENV as TIMINGS_ENV
 
     started = time.monotonic()
     workflow, _ = compile_to_directory(path, out_dir, options)
@@ -81,7 +83,10 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
     started = time.monotonic() - compile_seconds
     server = StepServer()
     try:
-        engine = Engine(os.path.join(out_dir, CACHE_DIR), server)
+        timings = os.path.join(os.path.abspath(out_dir), TIMINGS_FILE)
+        open(timings, "w").close()  # this run's, for the next compilation (nb2cwl run's too)
+        engine = Engine(os.path.join(out_dir, CACHE_DIR), server,
+                        extra_env={TIMINGS_ENV: timings})
         server.start(out_dir, options.python, engine.env, workflow.preload,
                      os.path.dirname(os.path.abspath(path)))
         summary = run_workflow(workflow, out_dir, quiet=True, engine=engine)

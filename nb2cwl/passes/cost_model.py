@@ -11,6 +11,7 @@ in streamflow-configs/ carries. None of them is a constant of this module.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -61,24 +62,31 @@ def read_profile(path: str) -> Profile:
     return Profile(seconds, sizes, memory, os.path.abspath(path))
 
 
-def read_last_run(executed: str, sources: Mapping[str, str]) -> Profile | None:
-    """The seconds per cell that nb2cwl's run measured (the executed notebook `executed` keeps
-    them in its metadata), for the cells whose source is still `sources[cell id]`; None when
-    that run measured none of them. A scattered loop's cell counts as if run in one process."""
+def read_last_run(path: str, sources: Mapping[str, str]) -> Profile | None:
+    """The seconds per cell nb2cwl's last run measured (its timings file `path`, see
+    nb2cwl.runtime.timings), for the cells whose source is still `sources[cell id]`; None when
+    it measured none of them. A scattered loop's cell counts as if run in one process."""
+    digests = {cell_id: source_digest(source) for cell_id, source in sources.items()}
+    seconds: dict[str, float] = {}
     try:
-        with open(executed, encoding="utf-8") as handle:
-            data = json.load(handle)
-        measured = data["metadata"]["nb2cwl"]["seconds"]
-        ran = {c.get("id"): "".join(c.get("source", "")) for c in data["cells"]}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
         return None
-    if not isinstance(measured, dict):
-        return None
-    seconds = {cell_id: float(value) for cell_id, value in measured.items()
-               if isinstance(value, (int, float)) and cell_id in sources
-               and ran.get(cell_id) == sources[cell_id]}
-    return Profile(seconds, path=os.path.abspath(executed), source="last run") if seconds \
-        else None
+    for line in lines:
+        try:
+            entry = json.loads(line)
+            cell, value = entry["cell"], float(entry["seconds"])
+        except (ValueError, KeyError, TypeError):
+            continue  # a line a killed step left half-written
+        if digests.get(cell) == entry.get("digest"):
+            seconds[cell] = value
+    return Profile(seconds, path=os.path.abspath(path), source="last run") if seconds else None
+
+
+def source_digest(source: str) -> str:
+    """A cell source's digest, as the steps record it (nb2cwl.runtime.timings.digest)."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
 
 
 def with_profile(workflow: Workflow, profile: Profile | None) -> Workflow:

@@ -54,11 +54,6 @@ def assemble(argv: list[str], spec: dict[str, Any] | None = None) -> int:
              for note in [*report.get("notes", []), *report.get("cache_notes", [])]]
     if notes:  # what a step could not carry exactly (nb2cwl run prints them)
         notebook.setdefault("metadata", {}).setdefault("nb2cwl", {})["notes"] = notes
-    measured = {cell["id"]: round(results[index]["seconds"], 4)
-                for index, cell in enumerate(notebook.get("cells", []))
-                if "seconds" in results.get(index, {}) and cell.get("id")}
-    if measured:  # the next compilation's costs (each cell as if run in one process)
-        notebook.setdefault("metadata", {}).setdefault("nb2cwl", {})["seconds"] = measured
     for index, cell in enumerate(notebook.get("cells", [])):
         if cell.get("cell_type") != "code":
             continue

@@ -12,7 +12,7 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import cache, files, live, parameters, skeleton, values, warnings_once
+from . import cache, files, live, parameters, skeleton, timings, values, warnings_once
 from .arguments import Arguments, parse_arguments
 from .capture import OutputCapture
 from .failure import (
@@ -100,10 +100,11 @@ def _shard(spec: dict[str, Any], args: Arguments) -> dict[str, Any]:
 
 def _show_cached(spec: dict[str, Any], out: str, started: float) -> None:
     """Live progress of a reused step: its cells' outputs, as the earlier run left them."""
-    if not live.active():
-        return
     with open(os.path.join(out, "report.json"), encoding="utf-8") as handle:
         report = json.load(handle)
+    timings.record(spec, report)  # what the earlier run measured
+    if not live.active():
+        return
     cells = {cell["index"]: cell for cell in spec["cells"]}
     for entry in report.get("cells", []):
         cell = cells.get(entry["index"])
@@ -238,6 +239,7 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
             report["cache_key"] = key
         with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as handle:
             json.dump(report, handle, indent=1)
+        timings.record(spec, report)
         live.step_event("failed" if "failed_cell" in report else "done",
                         elapsed=report["finished"] - report["started"],
                         shards=report.get("shards"), cache=key,
