@@ -1053,3 +1053,19 @@ def test_calls_into_libraries_are_not_parsed_for_notebook_functions(tmp_path) ->
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "numpy.linalg" not in done.stdout, done.stdout
+
+
+def test_a_throwaway_loop_variable_is_no_use_of_the_last_result(tmp_path) -> None:
+    """`for _ in range(n)` only passes `_` through (an empty loop leaves it): independent
+    cells that show results stay independent of it and of each other."""
+    df = flow(tmp_path, ["a = 3\na", "import math\nt = 0\nfor _ in range(40):\n"
+                         "    t += math.sqrt(2)\nprint(t)", "b = 4\nb"])
+    assert data_inputs(df, 1) == set() and data_inputs(df, 2) == set()
+
+
+def test_print_shows_no_result_so_it_leaves_the_last_one(tmp_path) -> None:
+    """A cell ending with print(...) binds no `_`: a later `_` is the result shown before."""
+    df = flow(tmp_path, ["a = 3\na", "print('between')", "shown = _ + 1"])
+    assert producer_of(df, 2, "_") == 0 and data_inputs(df, 1) == set()
+    own = flow(tmp_path, ["print = lambda *a: 5\na = 3\na", "print('x')", "shown = _"])
+    assert producer_of(own, 2, "_") == 1  # the notebook's own print returns a value

@@ -39,6 +39,9 @@ class Effects:
     """
 
     reads: set[str] = field(default_factory=set)
+    # the reads that are only an old value passed through a binding that may not happen
+    # (`for _ in items:` leaves `_` as it was when `items` is empty): no use of that value
+    passes_through: set[str] = field(default_factory=set)
     writes: set[str] = field(default_factory=set)
     mutates: set[str] = field(default_factory=set)
     deletes: set[str] = field(default_factory=set)

@@ -93,6 +93,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         """Close the walk: conditionally bound names pass their old value through."""
         if not self.function_mode:
             maybe = (self.fx.writes | self.fx.deletes) - self.definite
+            self.fx.passes_through |= maybe - self.fx.reads
             self.fx.reads |= maybe
         return self.fx
 

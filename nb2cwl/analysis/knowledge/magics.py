@@ -70,3 +70,6 @@ HISTORY_NAMES = frozenset({"In", "Out", "_ih", "_oh", "_dh", "_i", "_ii", "_iii"
 #: The last results a kernel keeps: `_`, `__`, `___` (a cell reading them takes them from the
 #: cells that showed a result before it).
 RESULT_NAMES = ("_", "__", "___")
+#: Builtins that always return None: a cell ending with a call of one shows no result, so
+#: it leaves `_` as it was.
+NONE_RETURNING = ("print",)
