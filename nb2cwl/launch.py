@@ -21,6 +21,7 @@ from pathlib import Path
 from nb2cwl.backends.naming import EXECUTED_SUFFIX, HASH_SEED, executed_name
 from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE
 from nb2cwl.engine import NO_KUBERNETES_ENV, PARENT_ENV
+from nb2cwl.engine_errors import engine_cause
 from nb2cwl.errors import RunError, RunInterrupted
 from nb2cwl.ir.model import Workflow
 from nb2cwl.run_events import RunEvents
@@ -413,5 +414,9 @@ def _failure(log: list[str], status: int) -> str:
     transfer = re.search(r"nb2cwl: .*", text)
     if transfer:
         return transfer.group(0).strip().removeprefix("nb2cwl: ")
-    tail = "".join(log[-15:]).strip()
-    return f"StreamFlow exited with status {status}:\n{tail}"
+    cause = engine_cause(text)
+    if cause:
+        return f"{cause} (StreamFlow's whole log: --debug)"
+    last = next((line.strip() for line in reversed(log) if line.strip()), "no output")
+    return (f"StreamFlow exited with status {status}: {last} (StreamFlow's whole log: "
+            "--debug)")

@@ -79,3 +79,24 @@ def test_mixed_run_puts_the_parallel_loop_on_slurm(slurm_cluster: SlurmCluster,
         assert fields["JobState"] == "COMPLETED"
         assert fields["ProcCnt"] == str(cores)  # cpusPerTask from --resources
         assert f"cpu={cores}," in fields["Tres"] and "mem=200M" in fields["Tres"]
+
+
+def test_a_job_slurm_rejects_is_one_line_with_slurms_reason(slurm_cluster: SlurmCluster,
+                                                             tmp_path: Path) -> None:
+    """More cores than the partition has: sbatch refuses the job, and nb2cwl says Slurm's
+    own reason on one line, with what to do (not StreamFlow's traceback)."""
+    import subprocess
+    import sys
+
+    notebook = write_notebook(tmp_path / "big.ipynb", "print('never runs')")
+    done = subprocess.run(
+        [sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(tmp_path / "wf"),
+         "--deployment", "slurm", "--deployment-file", str(_profile(tmp_path)),
+         "--resources", f"*=cores={slurm_cluster.cpus * 64}", "--quiet"],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("nb2cwl: error:")]
+    assert len(errors) == 1, done.stderr[-3000:]
+    assert "sbatch: error:" in errors[0] and "Slurm rejected the job" in errors[0], errors[0]
+    assert "Traceback" not in done.stderr
+    assert not slurm_cluster.queued_jobs()

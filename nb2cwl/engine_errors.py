@@ -1,0 +1,65 @@
+"""What went wrong in StreamFlow, in one line with what to do: the cause its log names (Docker's,
+Slurm's, a missing program), not the traceback that follows it."""
+
+from __future__ import annotations
+
+import re
+
+#: A record of StreamFlow's log: its timestamp and level start a line.
+_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ (\w+)\s+(.*)$")
+#: Causes users meet, and what to do about each (the first that matches).
+ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"Cannot connect to the Docker daemon|docker\.sock.*(permission denied|no "
+                r"such file)", re.I),
+     "start Docker (or point DOCKER_HOST at its socket), or choose another --deployment"),
+    (re.compile(r"Unable to find image|pull access denied|manifest unknown|No such image", re.I),
+     "build or load the image on that Docker host first (see --image), or choose another "
+     "image"),
+    (re.compile(r"\b(sbatch|squeue|scancel|srun)\b.*(command not found|No such file)", re.I),
+     "run where Slurm's commands are installed (a login node), or choose another "
+     "--deployment"),
+    (re.compile(r"Batch job submission failed|Invalid partition|Requested node configuration "
+                r"is not available|Invalid account|QOSMax|exceeded", re.I),
+     "Slurm rejected the job: ask for what the partition offers (--resources, or the "
+     "deployment's partition in --deployment-file)"),
+    (re.compile(r"Unable to contact slurm controller|slurm_load_partitions|Connection refused",
+                re.I),
+     "Slurm's controller does not answer: check that the cluster is up (sinfo)"),
+    (re.compile(r"\b(helm|kubectl)\b.*(command not found|No such file)", re.I),
+     "install helm and a Kubernetes configuration, or choose another --deployment"),
+    (re.compile(r"command not found|No such file or directory", re.I),
+     "install the program it names where the step runs, or choose another --deployment"),
+)
+
+
+def engine_cause(log: str) -> str | None:
+    """The first error StreamFlow's log records, on one line, with what to do; None if it
+    records none."""
+    lines = log.splitlines()
+    for number, line in enumerate(lines):
+        record = _RECORD.match(line)
+        if record is None or record.group(1) != "ERROR":
+            continue
+        message = [record.group(2).strip()]
+        for following in lines[number + 1:]:
+            if _RECORD.match(following) or following.startswith("Traceback"):
+                break
+            if following.strip() and not following.startswith("Run '"):  # docker's usage hint
+                message.append(following.strip())
+        text = " ".join(message).strip()
+        if text in ("FAILED Workflow execution", ""):
+            continue
+        cause = _cleaned(text)
+        advice = next((what for pattern, what in ADVICE if pattern.search(cause)), None)
+        return f"{cause}; {advice}" if advice else cause
+    return None
+
+
+def _cleaned(text: str) -> str:
+    """StreamFlow's wording, shortened: `FAILED Deployment of docker environment [125]: X`
+    becomes `deployment docker could not start (status 125): X`."""
+    deployment = re.match(r"FAILED [Dd]eployment of (\S+) environment \[(\d+)\]:\s*(.*)", text)
+    if deployment:
+        name, status, rest = deployment.groups()
+        return f"deployment {name} could not start (status {status}): {rest}"
+    return re.sub(r"\s+", " ", text)
