@@ -1,0 +1,202 @@
+"""Two independent heavy cells from JupyterLab's sidebar vs the kernel's Run All (issue 24).
+
+A real `jupyter lab` with nb2cwl's extensions (as the browser tests start it) and Debian's
+chromium driven by Playwright (the tests' tooling, tests/engines/browser.py). The notebook has
+two independent cells of about `--seconds` each (a pure-Python prime count and a Monte-Carlo
+estimate, sized on this machine first). In one browser session, on one server:
+
+- the kernel's Run All (`notebook:run-all-cells`, the kernel already started, as a user who
+  has the notebook open has it): from the command until every cell has run;
+- the sidebar's Run all (`nb2cwl:run-all`, the server's standby ready, as it is once the
+  server has started): from the command until the run is done, and when its first step started.
+
+Target: the sidebar's run at most 0.65x of the kernel's Run All; its first step within 0.5 s.
+
+Usage: python benchmarks/bench_sidebar.py [--seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from engines.browser import CHROMIUM_ARGS  # noqa: E402
+from in_jupyter.jupyter_helpers import jupyter_paths_in  # noqa: E402
+
+TOKEN = "nb2cwl-bench"
+
+
+def _primes(limit: int) -> int:
+    return sum(1 for n in range(2, limit) if all(n % d for d in range(2, int(n ** 0.5) + 1)))
+
+
+def _monte_carlo(draws: int) -> float:
+    g = random.Random(7)
+    return 4 * sum(1 for _ in range(draws) if g.random() ** 2 + g.random() ** 2 <= 1) / draws
+
+
+def _sized(seconds: float) -> tuple[int, int]:
+    """The prime limit and the draws that take about `seconds` each here."""
+    started = time.perf_counter()
+    _primes(60_000)
+    primes = int(60_000 * (seconds / (time.perf_counter() - started)) ** (1 / 1.4))
+    started = time.perf_counter()
+    _monte_carlo(400_000)
+    draws = int(400_000 * seconds / (time.perf_counter() - started))
+    return primes, draws
+
+
+def _notebook(path: Path, limit: int, draws: int) -> None:
+    cells = ["import math\nimport random",
+             f"count = sum(1 for n in range(2, {limit}) if all(n % d for d in range(2, "
+             "math.isqrt(n) + 1)))\nprint('primes:', count)",
+             f"g = random.Random(7)\nhits = sum(1 for _ in range({draws}) "
+             "if g.random() ** 2 + g.random() ** 2 <= 1)\n"
+             f"print('pi is about', round(4 * hits / {draws}, 3))"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, path)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _lab(home: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               NB2CWL_RUNS_DIR=str(home / "runs"),
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               **jupyter_paths_in(home))
+    log = open(home / "lab.log", "w")  # noqa: SIM115 - the server's, closed with it
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+         f"--port={port}", f"--IdentityProvider.token={TOKEN}",
+         "--LabApp.extension_manager=readonly", "--LabApp.expose_app_in_browser=True",
+         f"--ServerApp.root_dir={home / 'root'}"],
+        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            request = urllib.request.Request(f"{base}/api/status",
+                                             headers={"Authorization": f"token {TOKEN}"})
+            urllib.request.urlopen(request, timeout=2).read()
+            return process, base
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError((home / "lab.log").read_text()[-3000:]) from None
+            time.sleep(0.3)
+
+
+_OPEN = """async (path) => {
+    const app = window.jupyterapp;
+    await app.started; await app.restored;
+    for (let i = 0; i < 600; i++) {
+        const w = app.shell.currentWidget;
+        if (w && w.context && w.context.path === path) {
+            await w.context.ready; await w.sessionContext.ready;
+            window.__panel = w; return true;
+        }
+        await new Promise(r => setTimeout(r, 100));
+    }
+    return false;
+}"""
+_KERNEL_RUN_ALL = """async () => {
+    const app = window.jupyterapp, panel = window.__panel;
+    const kernel = panel.sessionContext.session.kernel;
+    while (kernel.status !== 'idle') await new Promise(r => setTimeout(r, 50));
+    const started = performance.now();
+    await app.commands.execute('notebook:run-all-cells');
+    const cells = () => panel.content.widgets.filter(c => c.model.type === 'code');
+    while (!(kernel.status === 'idle'
+             && cells().every(c => c.model.executionCount !== null))) {
+        await new Promise(r => setTimeout(r, 20));
+    }
+    return (performance.now() - started) / 1000;
+}"""
+_SIDEBAR_RUN_ALL = """async ([path, token]) => {
+    const app = window.jupyterapp;
+    const runs = async () => (await (await fetch(
+        `/nb2cwl/api/runs?path=${encodeURIComponent(path)}`,
+        {headers: {Authorization: `token ${token}`}})).json()).runs;
+    const before = new Set((await runs()).map(r => r.id));
+    const started = performance.now(), wall = Date.now() / 1000;
+    await app.commands.execute('nb2cwl:run-all');
+    for (;;) {
+        const run = (await runs()).find(r => !before.has(r.id));
+        if (run && run.status !== 'running') {
+            return [(performance.now() - started) / 1000, run.id, run.status, wall];
+        }
+        await new Promise(r => setTimeout(r, 50));
+    }
+}"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0,
+                        help="about how long each heavy cell runs here (default 5)")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    limit, draws = _sized(args.seconds)
+    home = Path(tempfile.mkdtemp(prefix="nb2cwl-bench-sidebar-"))
+    (home / "root").mkdir()
+    _notebook(home / "root" / "two_cells.ipynb", limit, draws)
+    server, base = _lab(home)
+    try:
+        time.sleep(10)  # the server's standby gets ready (nb2cwl imported, StreamFlow started)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=shutil.which("chromium") or "/usr/bin/chromium", headless=True,
+                args=CHROMIUM_ARGS)
+            page = browser.new_page()
+            page.goto(f"{base}/lab/tree/two_cells.ipynb?reset&token={TOKEN}")
+            page.wait_for_function("() => !!window.jupyterapp", timeout=90_000)
+            assert page.evaluate(_OPEN, "two_cells.ipynb"), "the notebook did not open"
+            kernel = page.evaluate(_KERNEL_RUN_ALL)
+            sidebar, run_id, status, asked = page.evaluate(_SIDEBAR_RUN_ALL,
+                                                           ["two_cells.ipynb", TOKEN])
+            browser.close()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(60)
+    events = [json.loads(line) for line in
+              (home / "runs" / run_id / "events.jsonl").read_text().splitlines()]
+    first = min(e["time"] for e in events
+                if e.get("kind") == "step" and e.get("status") == "running")
+    steps = {e["step"] for e in events if e.get("kind") == "step" and "step" in e}
+    ratio = sidebar / kernel
+    print(f"two independent cells of about {args.seconds:g} s each (primes below {limit}, "
+          f"{draws} draws)")
+    print(f"kernel Run All: {kernel:.2f} s; sidebar Run all: {sidebar:.2f} s ({status}, "
+          f"{len(steps)} steps); ratio {ratio:.2f} (target <= 0.65) "
+          f"{'pass' if ratio <= 0.65 else 'FAIL'}")
+    start = first - asked
+    print(f"first step running {start:.2f} s after the click (target <= 0.5) "
+          f"{'pass' if start <= 0.5 else 'FAIL'}")
+    shutil.rmtree(home, ignore_errors=True)
+    return 0 if status == "done" and ratio <= 0.65 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
