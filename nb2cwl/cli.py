@@ -234,6 +234,11 @@ def _output_options(parser: argparse.ArgumentParser, required: bool) -> None:
                         help="write into an existing directory that holds other files "
                              "(files nb2cwl did not write are kept unless names collide), or "
                              "the workflow of another notebook (which it replaces)")
+    parser.add_argument("--wait", action="store_true",
+                        help="when another nb2cwl run, check or compile is writing into the "
+                             "output directory (from here, another terminal or Jupyter), wait "
+                             "for it to end instead of refusing; folders never wait for each "
+                             "other")
     _step_options(parser)
 
 
@@ -411,13 +416,20 @@ def _dispatch(args: argparse.Namespace) -> int:
     from nb2cwl.backends.naming import default_output_dir
 
     out_dir = args.output or default_output_dir(args.notebook)
-    if args.command == "check":
-        return _check(args, options, out_dir)
-    if args.command == "run":
-        from nb2cwl.stopping import stop_on_signals
+    from nb2cwl.run_lock import RunLock
+    from nb2cwl.stopping import stop_on_signals
 
-        with stop_on_signals():  # SIGINT, SIGTERM, SIGHUP: stop everything, then exit
-            return _run(args, options, out_dir)
+    if args.command not in ("run", "check"):
+        with RunLock(out_dir, args.notebook, "compile", args.wait):
+            return _compile(args, options, out_dir)
+    # SIGINT, SIGTERM, SIGHUP: stop everything (a wait for the folder too), then exit
+    with stop_on_signals(), RunLock(out_dir, args.notebook, args.command, args.wait):
+        if args.command == "check":
+            return _check(args, options, out_dir)
+        return _run(args, options, out_dir)
+
+
+def _compile(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int:
     from nb2cwl.api import compile_to_directory
 
     workflow, _ = compile_to_directory(args.notebook, out_dir, options)
@@ -458,11 +470,9 @@ def _check_parser(commands: argparse._SubParsersAction) -> None:
 
 def _check(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int:
     from nb2cwl.checking import check_notebook, render
-    from nb2cwl.stopping import stop_on_signals
 
-    with stop_on_signals():
-        report = check_notebook(args.notebook, out_dir, options, repeat=args.repeat,
-                                rtol=args.rtol, timeout=args.timeout)
+    report = check_notebook(args.notebook, out_dir, options, repeat=args.repeat,
+                            rtol=args.rtol, timeout=args.timeout)
     if args.json:
         print(json.dumps(report.to_json(), indent=1))
     else:

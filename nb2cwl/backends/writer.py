@@ -24,6 +24,7 @@ from nb2cwl.frontend.reader import is_script, read_document
 from nb2cwl.ir.model import Workflow
 
 MANIFEST = ".nb2cwl-manifest.json"
+RUN_LOCK = ".nb2cwl-run.lock"  # nb2cwl.run_lock's, taken before anything is written
 RUNTIME_SOURCE = Path(__file__).resolve().parent.parent / "runtime"
 
 
@@ -57,7 +58,7 @@ def prepare_output_dir(out_dir: str, force: bool, notebook: str | None = None) -
             if inside and target.is_file() and not (path / str(rel)).is_symlink():
                 target.unlink()
         return
-    if any(path.iterdir()) and not force:
+    if any(p.name != RUN_LOCK for p in path.iterdir()) and not force:
         raise OutputExistsError(
             f"{out_dir} already exists and holds files nb2cwl did not write; choose another "
             "directory or pass --force to write into it anyway")
