@@ -506,6 +506,7 @@ def _run(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int
 def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
               server: StepServer, events: RunEvents | None = None) -> int:
     from nb2cwl.backends.naming import TIMINGS_FILE
+    from nb2cwl.engine_database import repair_database
     from nb2cwl.errors import RunInterrupted
     from nb2cwl.launch import CACHE_DIR, Engine, may_use_kubernetes, run_workflow, take_engine
     from nb2cwl.runtime.timings import ENV as TIMINGS_ENV
@@ -526,6 +527,9 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
 
         workflow, _ = compile_to_directory(args.notebook, out_dir, options)
         open(timings, "w").close()  # compiled with the last run's: this run's from here on
+        repaired = repair_database(out_dir)
+        if repaired:
+            print(f"nb2cwl: note: {repaired}", file=sys.stderr)
         configs, values = _run_config(args, workflow, out_dir)
         with shield():
             server.start(out_dir, options.python, engine.env, workflow.preload,

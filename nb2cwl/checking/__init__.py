@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 
@@ -67,6 +68,7 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
     """Compare `path` run by a kernel with `path` run as a workflow compiled into `out_dir`."""
     from nb2cwl.api import compile_to_directory
     from nb2cwl.backends.naming import TIMINGS_FILE
+    from nb2cwl.engine_database import repair_database
     from nb2cwl.launch import CACHE_DIR, Engine, StepServer, run_workflow
     from nb2cwl.runtime.timings import ENV as TIMINGS_ENV
 
@@ -83,6 +85,9 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
     started = time.monotonic() - compile_seconds
     server = StepServer()
     try:
+        repaired = repair_database(out_dir)
+        if repaired:
+            print(f"nb2cwl: note: {repaired}", file=sys.stderr)
         timings = os.path.join(os.path.abspath(out_dir), TIMINGS_FILE)
         open(timings, "w").close()  # this run's, for the next compilation (nb2cwl run's too)
         engine = Engine(os.path.join(out_dir, CACHE_DIR), server,
