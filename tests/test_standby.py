@@ -67,7 +67,7 @@ def test_a_run_becomes_the_standby_and_another_is_made_ready(tmp_path: Path) -> 
     store = RunStore(str(tmp_path / "runs"))
     try:
         store.prepare()
-        standby = store._standby
+        standby = store.standby
         assert standby is not None
         assert _until(lambda: len(_children(standby.pid)) == 1)  # its engine, waiting
         run = store.start(RunRequest(str(notebook), "nb.ipynb"))
@@ -76,8 +76,8 @@ def test_a_run_becomes_the_standby_and_another_is_made_ready(tmp_path: Path) -> 
         executed = json.loads(Path(run.executed_notebook()).read_text())
         assert executed["cells"][1]["outputs"][0]["text"] == "[1, 1, 2, 6, 24]\n"
         assert "compiled nb.ipynb" in Path(run.log_path).read_text()  # its output, in the log
-        assert _until(lambda: store._standby is not None and store._standby.poll() is None)
-        assert store._standby.pid != standby.pid  # the next one, for the next run
+        assert _until(lambda: store.standby is not None and store.standby.poll() is None)
+        assert store.standby.pid != standby.pid  # the next one, for the next run
         again = store.start(RunRequest(str(notebook), "nb.ipynb", mode="changed"))
         assert again.meta["standby"] is True
         assert store.wait(again, 180) == "done"
@@ -88,21 +88,21 @@ def test_a_run_becomes_the_standby_and_another_is_made_ready(tmp_path: Path) -> 
 def test_closing_the_store_leaves_no_process(tmp_path: Path) -> None:
     store = RunStore(str(tmp_path / "runs"))
     store.prepare()
-    standby = store._standby
+    standby = store.standby
     assert standby is not None and _until(lambda: len(_children(standby.pid)) == 1)
     (engine,) = _children(standby.pid)
     store.close()
     assert standby.poll() is not None
     assert _until(lambda: not _alive(engine), 30)
     store.prepare()  # a closed store makes no other
-    assert store._standby is None
+    assert store.standby is None
 
 
 def test_a_killed_standby_takes_its_engine_along(tmp_path: Path) -> None:
     store = RunStore(str(tmp_path / "runs"))
     try:
         store.prepare()
-        standby = store._standby
+        standby = store.standby
         assert standby is not None and _until(lambda: len(_children(standby.pid)) == 1)
         (engine,) = _children(standby.pid)
         os.kill(standby.pid, signal.SIGKILL)

@@ -22,7 +22,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from nb2cwl.backends.naming import EXECUTED_SUFFIX, default_output_dir
+from nb2cwl.integrations.standby_pool import StandbyPool
 from nb2cwl.options import CompileOptions
 from nb2cwl.stopping import start_time
 
@@ -265,57 +265,26 @@ def _document(notebook: str) -> dict[str, Any]:
 
 
 class RunStore:
-    """The run records in one folder: start, find, list and cancel runs.
-
-    `prepare()` keeps a standby ready (nb2cwl.standby): an `nb2cwl run` process that has
-    imported nb2cwl and started StreamFlow already, which the next run started here becomes.
-    After that run ends, another is made ready; `close()` stops the one waiting."""
+    """The run records in one folder: start, find, list and cancel runs; `prepare()` keeps a
+    standby ready for the next run started here (integrations/standby_pool.py)."""
 
     def __init__(self, folder: str | None = None) -> None:
         self.folder = os.path.abspath(folder or default_runs_dir())
         self._runs: dict[str, Run] = {}
-        self._standby: subprocess.Popen[bytes] | None = None
-        self._keep: bool | None = None  # prepare()'s with_parent: standbys are kept
-        self._closed = False
-        self._lock = threading.Lock()
+        self._standbys = StandbyPool(_stop_with_parent)
 
     def prepare(self, with_parent: bool = False) -> None:
-        """Start a standby for the next run, unless one waits already."""
-        with self._lock:
-            if self._closed or (self._standby is not None and self._standby.poll() is None):
-                return
-            self._keep = with_parent
-            self._standby = subprocess.Popen(
-                [sys.executable, "-m", "nb2cwl.standby"], stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                preexec_fn=_stop_with_parent if with_parent else None)
+        """Keep a standby ready for the next run started here (see StandbyPool)."""
+        self._standbys.prepare(with_parent)
 
     def close(self) -> None:
-        """Stop the standby waiting (it has run nothing); no other will be made ready."""
-        with self._lock:
-            self._closed = True
-            standby, self._standby = self._standby, None
-        if standby is not None and standby.poll() is None:
-            assert standby.stdin is not None
-            with contextlib.suppress(OSError):
-                standby.stdin.close()  # EOF: it stops its engine and exits
-            try:
-                standby.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(standby.pid, signal.SIGKILL)
-                standby.wait()
+        """Stop the standby waiting; no other will be made ready."""
+        self._standbys.close()
 
-    def _take_standby(self, python: str | None, with_parent: bool
-                      ) -> subprocess.Popen[bytes] | None:
-        with self._lock:
-            standby, self._standby = self._standby, None
-        if standby is None or standby.poll() is not None or (
-                python not in (None, sys.executable)) or with_parent != self._keep:
-            if standby is not None and standby.poll() is None:
-                self._standby = standby  # kept for a run it suits
-            return None
-        return standby
+    @property
+    def standby(self) -> subprocess.Popen[bytes] | None:
+        """The standby ready for the next run, if any."""
+        return self._standbys.waiting
 
     def start(self, request: RunRequest, python: str | None = None,
               with_parent: bool = False) -> Run:
@@ -354,13 +323,9 @@ class RunStore:
                 "command": command, "content": request.content is not None}
         self._write_meta(folder, meta)
         log_path = os.path.join(folder, "log.txt")
-        process = self._take_standby(python, with_parent)
-        if process is not None:  # it becomes this run (nb2cwl.standby)
-            assert process.stdin is not None
-            process.stdin.write(json.dumps({"argv": command[3:], "log": log_path,
-                                            "cwd": os.path.dirname(request.notebook)}
-                                           ).encode() + b"\n")
-            process.stdin.close()
+        process = self._standbys.hand_over(command[3:], os.path.dirname(request.notebook),
+                                           log_path, python, with_parent)
+        if process is not None:  # it became this run (nb2cwl.standby)
             meta["standby"] = True
         else:
             with open(log_path, "wb") as log:
@@ -369,20 +334,13 @@ class RunStore:
                                            stderr=subprocess.STDOUT, start_new_session=True,
                                            preexec_fn=_stop_with_parent if with_parent
                                            else None)
-        if self._keep == with_parent:
-            # the next standby once this run has ended: not beside it, on its cores
-            threading.Thread(target=self._after, args=(process, with_parent),
-                             daemon=True).start()
+        self._standbys.after(process, with_parent)
         meta.update(pid=process.pid, pid_start=start_time(process.pid))
         self._write_meta(folder, meta)
         run = Run(folder)
         run.process = process
         self._runs[run_id] = run
         return run
-
-    def _after(self, process: subprocess.Popen[bytes], with_parent: bool) -> None:
-        process.wait()
-        self.prepare(with_parent)
 
     def get(self, run_id: str) -> Run | None:
         """The run with this id, or None."""

@@ -285,7 +285,7 @@ async def test_runs_start_from_a_standby_that_stops_with_the_server(
     """The server keeps an `nb2cwl run` process ready (nb2cwl.standby): a run becomes it, the
     next is made ready after, and stopping the server stops the one waiting."""
     extension = jp_serverapp.web_app.settings["nb2cwl"]
-    first = extension.store._standby
+    first = extension.store.standby
     assert first is not None and first.poll() is None
     write_notebook(jp_root_dir, "quick.ipynb", ["x = 6", "print(x * 7)"])
     run = await call(jp_fetch, "runs", method="POST", body={"path": "quick.ipynb"})
@@ -293,9 +293,9 @@ async def test_runs_start_from_a_standby_that_stops_with_the_server(
     record = extension.store.get(run["id"])
     assert record.meta["standby"] is True and record.meta["pid"] == first.pid
     deadline = time.monotonic() + 30
-    while extension.store._standby is None and time.monotonic() < deadline:
+    while extension.store.standby is None and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-    waiting = extension.store._standby
+    waiting = extension.store.standby
     assert waiting is not None and waiting.pid != first.pid
     while not _children(waiting.pid) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
