@@ -3,9 +3,10 @@ workflow files and read the same cache, so a second one waits (`--wait`) or refu
 which run holds the folder.
 
 The lock is an advisory lock (flock) on `OUT/.nb2cwl-run.lock`, which also holds who took it
-(the notebook, the process id, the time). The kernel releases it when its process ends, however
-it ends (SIGKILL included): a lock is never left behind. Runs into different folders never
-wait for each other.
+(the notebook, the process id, the time); where nothing of nb2cwl's was written (a notebook
+that does not compile, a folder nb2cwl refused), the file goes again. The kernel releases the
+lock when its process ends, however it ends (SIGKILL included): a lock is never left behind.
+Runs into different folders never wait for each other.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import sys
 import time
 from types import TracebackType
 
+from nb2cwl.backends.naming import MANIFEST
+from nb2cwl.backends.naming import RUN_LOCK as LOCK_FILE
 from nb2cwl.errors import OutputExistsError
-
-LOCK_FILE = ".nb2cwl-run.lock"
 
 
 class RunInProgress(OutputExistsError):
@@ -38,8 +39,10 @@ class RunLock:
         self.command = command
         self.wait = wait
         self._handle: int | None = None
+        self._made_folder = False
 
     def __enter__(self) -> RunLock:
+        self._made_folder = not os.path.isdir(self.out_dir)
         os.makedirs(self.out_dir, exist_ok=True)
         handle = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -65,11 +68,18 @@ class RunLock:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
-        if self._handle is not None:
-            os.ftruncate(self._handle, 0)
-            fcntl.flock(self._handle, fcntl.LOCK_UN)
-            os.close(self._handle)
-            self._handle = None
+        if self._handle is None:
+            return
+        os.ftruncate(self._handle, 0)
+        if not os.path.exists(os.path.join(self.out_dir, MANIFEST)):
+            # nothing of nb2cwl's is here (the notebook did not compile, or the folder holds
+            # only the user's files): leave no lock file, nor a folder made for it
+            os.unlink(self.path)
+            if self._made_folder and not os.listdir(self.out_dir):
+                os.rmdir(self.out_dir)
+        fcntl.flock(self._handle, fcntl.LOCK_UN)
+        os.close(self._handle)
+        self._handle = None
 
     def _holder(self, handle: int) -> str:
         """Who holds the folder, in words."""

@@ -8,6 +8,10 @@ import os
 from nb2cwl.ir.model import Workflow
 
 EXECUTED_SUFFIX = ".executed.ipynb"
+#: What nb2cwl wrote into an output folder, and for which notebook (backends/writer.py).
+MANIFEST = ".nb2cwl-manifest.json"
+#: The lock of an output folder (nb2cwl.run_lock), taken before anything is written.
+RUN_LOCK = ".nb2cwl-run.lock"
 #: Every step hashes strings alike (PYTHONHASHSEED): a set of strings, or a dict built from one,
 #: iterates in one order in every step, as in one kernel; each new process would pick its own.
 HASH_SEED = "0"

@@ -15,7 +15,7 @@ from ruamel.yaml import YAML
 from nb2cwl.backends import cwl as cwl_backend
 from nb2cwl.backends.deployments import DeploymentPlan
 from nb2cwl.backends.job import job_document
-from nb2cwl.backends.naming import notebook_file_name
+from nb2cwl.backends.naming import MANIFEST, RUN_LOCK, notebook_file_name
 from nb2cwl.backends.recovery import recovery_settings
 from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE, assemble_script, step_script
 from nb2cwl.backends.streamflow import streamflow_config
@@ -23,8 +23,6 @@ from nb2cwl.errors import OutputExistsError
 from nb2cwl.frontend.reader import is_script, read_document
 from nb2cwl.ir.model import Workflow
 
-MANIFEST = ".nb2cwl-manifest.json"
-RUN_LOCK = ".nb2cwl-run.lock"  # nb2cwl.run_lock's, taken before anything is written
 RUNTIME_SOURCE = Path(__file__).resolve().parent.parent / "runtime"
 
 
