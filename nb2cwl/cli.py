@@ -173,26 +173,31 @@ def _check(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> i
 
 
 def _run(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int:
+    import shutil
+    import tempfile
+
     from nb2cwl.errors import RunInterrupted
     from nb2cwl.launch import StepServer
+    from nb2cwl.run_events import RunEvents
 
-    events = None
-    if args.events:
-        from nb2cwl.run_events import RunEvents
-
-        events = RunEvents(args.events)
+    # the steps' own events tell each step's outcome (reused, failed) and where it runs, for
+    # the progress shown; kept in --events FILE, or privately for this run only
+    private = None if args.events else tempfile.mkdtemp(prefix="nb2cwl-events-")
+    events = RunEvents(args.events or os.path.join(private, "events.jsonl"),
+                       private=private is not None)
     server = StepServer()
     try:
         return _run_with(args, options, out_dir, server, events)
-    except BaseException as exc:
-        if events is not None:  # the run's end, for whoever follows the events
-            status = "cancelled" if isinstance(exc, (RunInterrupted, KeyboardInterrupt)) else \
-                "failed"
-            events.end(status, str(exc) if isinstance(exc, Nb2CwlError) else
-                       f"internal error: {type(exc).__name__}: {exc}")
+    except BaseException as exc:  # the run's end, for whoever follows the events
+        status = "cancelled" if isinstance(exc, (RunInterrupted, KeyboardInterrupt)) else \
+            "failed"
+        events.end(status, str(exc) if isinstance(exc, Nb2CwlError) else
+                   f"internal error: {type(exc).__name__}: {exc}")
         raise
     finally:
         server.stop()
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)
 
 
 def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,

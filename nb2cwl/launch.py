@@ -24,6 +24,7 @@ from nb2cwl.engine import NO_KUBERNETES_ENV, PARENT_ENV
 from nb2cwl.engine_errors import engine_cause
 from nb2cwl.errors import RunError, RunInterrupted
 from nb2cwl.ir.model import Workflow
+from nb2cwl.run_display import RunDisplay, live_display_wanted
 from nb2cwl.run_events import RunEvents
 from nb2cwl.runtime.cache import ENV as CACHE_ENV
 from nb2cwl.runtime.cache import REFRESH_ENV as CACHE_REFRESH_ENV
@@ -287,7 +288,8 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
 
     A signal (Stopped) or KeyboardInterrupt stops every StreamFlow process and everything it
     started, then raises RunInterrupted; so does any other exception, which is then raised
-    again. `events` gets the run's progress (steps queued, running, done; cells' outputs).
+    again. `events` gets the run's progress (steps queued, running, done; cells' outputs),
+    and tells each step's outcome (reused, failed, ...) in the lines printed as steps end.
     """
     configs = configs or [os.path.join(out_dir, "streamflow.yml")]
     total = len(workflow.steps) + 1
@@ -295,6 +297,7 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     logs: dict[int, list[str]] = {}
     engines: list[Engine] = []
     start = time.monotonic()
+    display = RunDisplay(total, live_display_wanted(quiet) and len(configs) == 1)
     try:
         results = next_results_dir(out_dir)
         if events is not None:
@@ -319,13 +322,15 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                         sys.stderr.write(line)
                     if events is not None:
                         _tell_events(events, line)
-                    match = _COMPLETED.search(line)
-                    if match and len(configs) == 1 and match.group(1) not in done:
-                        done.append(match.group(1))
+                    match = _COMPLETED.search(line) or _FAILED.search(line)
+                    name = match.group(1).split("/")[0] if match else ""
+                    if match and len(configs) == 1 and name not in done:
+                        done.append(name)
                         if not quiet:
-                            cells = _cells_of(workflow, match.group(1))
-                            print(f"[{len(done)}/{total}] {match.group(1)} done{cells}",
-                                  flush=True)
+                            word = ("failed" if _FAILED.search(line) else
+                                    events.outcome(name) if events is not None else "done")
+                            display.line(f"[{len(done)}/{total}] {name} {word}"
+                                         f"{_cells_of(workflow, name)}")
                 if current.finished():
                     statuses[number] = current.process.wait()
                     del running[number]
@@ -334,9 +339,11 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                               f"{'done' if statuses[number] == 0 else 'failed'}", flush=True)
             if events is not None:
                 events.poll()
+                display.update(len(done), events.running)
             if running:
                 time.sleep(0.02)
     except BaseException as stop:
+        display.close()
         for started in engines or ([engine] if engine is not None else []):
             started.stop()  # whatever went wrong here, StreamFlow must not run on without us
         if not isinstance(stop, KeyboardInterrupt):
@@ -346,6 +353,7 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                 "unchanged)" if cache else f"earlier runs in {runs} are unchanged")
         raise RunInterrupted(f"interrupted by {_signal_name(stop)}: stopped the workflow and every "
                              f"step, job and container it started; {kept}", _signum(stop)) from None
+    display.close()
     seconds = time.monotonic() - start
     for number, status in sorted(statuses.items()):
         if status != 0:

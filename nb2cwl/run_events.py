@@ -23,6 +23,7 @@ from StreamFlow's log instead, without its cells' outputs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -39,8 +40,11 @@ ASSEMBLE_STEP = "assemble"
 class RunEvents:
     """Writes the run's events to `path`, merging in those the steps write."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, private: bool = False) -> None:
+        """`private`: kept only for this run's own progress (`nb2cwl run` without --events):
+        the file and its folder go when the run ends."""
         self.path = os.path.abspath(path)
+        self.private = private
         self.folder = self.path + ".steps"
         shutil.rmtree(self.folder, ignore_errors=True)
         os.makedirs(self.folder, exist_ok=True)
@@ -53,6 +57,8 @@ class RunEvents:
         self._targets: dict[str, str] = {}
         self._map_of: dict[str, str] = {}  # split step -> its map step
         self.ended = False
+        self.ends: dict[str, list[str]] = {}  # each step's ends: done, cached, failed, skipped
+        self.running: dict[str, tuple[str, float, int]] = {}  # step -> where, since, jobs
 
     @property
     def environment(self) -> dict[str, str]:
@@ -97,6 +103,8 @@ class RunEvents:
         if step in self._reported:
             return
         self._reported.add(step)
+        self.ends.setdefault(step, []).append(status)
+        self.running.pop(step, None)
         self.write({"kind": "step", "status": status, "step": step})
 
     def end(self, status: str, message: str | None = None,
@@ -110,6 +118,23 @@ class RunEvents:
                     "executed_notebook": executed_notebook})
         self._handle.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+        if self.private:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+
+    def outcome(self, step: str) -> str:
+        """What happened to `step`, in a word: reused (every job taken from the cache),
+        failed (a cell raised, or the engine failed it), skipped (after an earlier failure),
+        or done."""
+        self.poll()
+        ends = self.ends.get(step, [])
+        if "failed" in ends:
+            return "failed"
+        if ends and all(end == "cached" for end in ends):
+            return "reused"
+        if ends and all(end == "skipped" for end in ends):
+            return "skipped"
+        return "done"
 
     def _read(self, path: str) -> list[dict[str, Any]]:
         offset = self._offsets.get(path, 0)
@@ -140,8 +165,16 @@ class RunEvents:
             if status == "running":
                 host = event.get("host") or socket.gethostname()
                 event["where"] = f"{self._targets.get(step, 'local')} ({host})"
+                _, since, jobs = self.running.get(step, ("", time.time(), 0))
+                self.running[step] = (event["where"], since, jobs + 1)
             if status in ("done", "cached", "failed", "skipped"):
                 self._reported.add(step)
+                self.ends.setdefault(step, []).append(str(status))
+                where, since, jobs = self.running.get(step, ("", 0.0, 1))
+                if jobs <= 1:
+                    self.running.pop(step, None)
+                else:
+                    self.running[step] = (where, since, jobs - 1)
             if step in self._map_of and event.get("shards"):
                 self._shards[self._map_of[step]] = int(event["shards"])
             if "shard" in event and step in self._shards:
