@@ -19,16 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -36,7 +31,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from engines.browser import CHROMIUM_ARGS  # noqa: E402
-from in_jupyter.jupyter_helpers import jupyter_paths_in  # noqa: E402
+from in_jupyter.jupyter_helpers import start_lab, stop_lab  # noqa: E402
 
 TOKEN = "nb2cwl-bench"
 
@@ -72,39 +67,6 @@ def _notebook(path: Path, limit: int, draws: int) -> None:
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     nbformat.write(nb, path)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _lab(home: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-               NB2CWL_RUNS_DIR=str(home / "runs"),
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-               **jupyter_paths_in(home))
-    log = open(home / "lab.log", "w")  # noqa: SIM115 - the server's, closed with it
-    process = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-         f"--port={port}", f"--IdentityProvider.token={TOKEN}",
-         "--LabApp.extension_manager=readonly", "--LabApp.expose_app_in_browser=True",
-         f"--ServerApp.root_dir={home / 'root'}"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            request = urllib.request.Request(f"{base}/api/status",
-                                             headers={"Authorization": f"token {TOKEN}"})
-            urllib.request.urlopen(request, timeout=2).read()
-            return process, base
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((home / "lab.log").read_text()[-3000:]) from None
-            time.sleep(0.3)
 
 
 _OPEN = """async (path) => {
@@ -162,7 +124,7 @@ def main() -> int:
     home = Path(tempfile.mkdtemp(prefix="nb2cwl-bench-sidebar-"))
     (home / "root").mkdir()
     _notebook(home / "root" / "two_cells.ipynb", limit, draws)
-    server, base = _lab(home)
+    server, base = start_lab(home, home / "root", TOKEN)
     try:
         time.sleep(10)  # the server's standby gets ready (nb2cwl imported, StreamFlow started)
         with sync_playwright() as playwright:
@@ -178,8 +140,7 @@ def main() -> int:
                                                            ["two_cells.ipynb", TOKEN])
             browser.close()
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(60)
+        stop_lab(server)
     events = [json.loads(line) for line in
               (home / "runs" / run_id / "events.jsonl").read_text().splitlines()]
     first = min(e["time"] for e in events

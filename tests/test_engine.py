@@ -86,12 +86,7 @@ READS = textwrap.dedent("""
 def test_the_engine_reads_each_tool_file_once(tmp_path: Path) -> None:
     """cwl-utils' type check reads a step's tool once per port, StreamFlow once more; the
     engine reads each once, and StreamFlow still translates the same workflow."""
-    notebook = tmp_path / "nb.ipynb"
-    notebook.write_text(nbformat_notebook(["import math\nxs = list(range(8))",
-                                           "ys = [math.factorial(x) for x in xs]\nprint(ys)"]))
-    out = tmp_path / "wf"
-    subprocess.run([sys.executable, "-m", "nb2cwl", str(notebook), "-o", str(out)],
-                   check=True, capture_output=True, timeout=120)
+    out = _compiled_scatter(tmp_path)
     reads = {}
     for mode in ("plain", "once"):
         done = subprocess.run([sys.executable, "-c", READS, str(out), mode], text=True,
@@ -102,6 +97,17 @@ def test_the_engine_reads_each_tool_file_once(tmp_path: Path) -> None:
     assert tools and any(reads["plain"][name] > 2 for name in tools), reads
     assert all(reads["once"][name] == 1 for name in tools), reads
     assert reads["once"]["workflow.cwl"] == reads["plain"]["workflow.cwl"]
+
+
+def _compiled_scatter(tmp_path: Path) -> Path:
+    """A notebook with a scattered comprehension, compiled into tmp_path/wf."""
+    notebook = tmp_path / "nb.ipynb"
+    notebook.write_text(nbformat_notebook(["import math\nxs = list(range(8))",
+                                           "ys = [math.factorial(x) for x in xs]\nprint(ys)"]))
+    out = tmp_path / "wf"
+    subprocess.run([sys.executable, "-m", "nb2cwl", str(notebook), "-o", str(out)],
+                   check=True, capture_output=True, timeout=120)
+    return out
 
 
 def nbformat_notebook(cells: list[str]) -> str:
@@ -136,12 +142,7 @@ SAME = textwrap.dedent("""
 
 def test_the_engine_reads_the_cwl_nb2cwl_writes_as_json_with_the_same_result(
         tmp_path: Path) -> None:
-    notebook = tmp_path / "nb.ipynb"
-    notebook.write_text(nbformat_notebook(["import math\nxs = list(range(8))",
-                                           "ys = [math.factorial(x) for x in xs]\nprint(ys)"]))
-    out = tmp_path / "wf"
-    subprocess.run([sys.executable, "-m", "nb2cwl", str(notebook), "-o", str(out)],
-                   check=True, capture_output=True, timeout=120)
+    out = _compiled_scatter(tmp_path)
     done = subprocess.run([sys.executable, "-c", SAME, str(out)], text=True,
                           capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -61,3 +68,51 @@ def processes_with(text: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def start_lab(home: Path, root: Path, token: str,
+              settings: Path | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """A real `jupyter lab` on 127.0.0.1 serving `root`, with nb2cwl's extensions found as an
+    install puts them, its runs in home/runs and its log in home/lab.log; the process (its own
+    session: stop_lab stops everything it started) and its base URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               NB2CWL_RUNS_DIR=str(home / "runs"),
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               **jupyter_paths_in(home))  # the extensions, as an install puts them
+    if settings is not None:
+        env["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
+    with open(home / "lab.log", "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+             "--ip=127.0.0.1", f"--port={port}", f"--IdentityProvider.token={token}",
+             "--LabApp.extension_manager=readonly", "--LabApp.expose_app_in_browser=True",
+             "--JupyterNotebookApp.expose_app_in_browser=True", f"--ServerApp.root_dir={root}"],
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            request = urllib.request.Request(f"{base}/api/status",
+                                             headers={"Authorization": f"token {token}"})
+            urllib.request.urlopen(request, timeout=2).read()
+            return process, base
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                stop_lab(process)
+                raise RuntimeError((home / "lab.log").read_text()[-3000:]) from None
+            time.sleep(0.3)
+
+
+def stop_lab(process: subprocess.Popen[bytes]) -> None:
+    """Stop the server and what it started (its kernels, runs): its process group."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

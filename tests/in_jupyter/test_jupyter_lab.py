@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -31,7 +30,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from in_jupyter.jupyter_helpers import jupyter_paths_in, processes_with
+from in_jupyter.jupyter_helpers import jupyter_paths_in, processes_with, start_lab, stop_lab
 from nb2cwl.checking.reference import kernel_environment
 
 TOKEN = "nb2cwl-e2e"
@@ -134,47 +133,9 @@ def lab(tmp_path_factory):
     root.mkdir()
     write_notebooks(root)
     _settings(home / "settings")
-    port = _free_port()
-    env = dict(os.environ,
-               JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-               NB2CWL_RUNS_DIR=str(home / "runs"),
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-               **jupyter_paths_in(home))  # the extensions, as an install puts them
-    log = open(home / "lab.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
-         "--ip=127.0.0.1", f"--port={port}", f"--IdentityProvider.token={TOKEN}",
-         "--LabApp.extension_manager=readonly", "--LabApp.expose_app_in_browser=True",
-         "--JupyterNotebookApp.expose_app_in_browser=True",
-         f"--ServerApp.root_dir={root}"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            req = urllib.request.Request(f"{base}/api/status",
-                                         headers={"Authorization": f"token {TOKEN}"})
-            urllib.request.urlopen(req, timeout=2).read()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.close()
-                raise RuntimeError((home / "lab.log").read_text()[-3000:]) from None
-            time.sleep(0.3)
+    proc, base = start_lab(home, root, TOKEN, home / "settings")
     yield {"base": base, "root": root, "log": home / "lab.log", "runs": home / "runs"}
-    _stop(proc)
-    log.close()
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """Stop the server and what it started (its kernels, runs): its process group."""
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    stop_lab(proc)
 
 
 @pytest.fixture
@@ -795,7 +756,7 @@ def test_server_extension_missing(browser, tmp_path):
         p.assert_no_errors(allowed=("404", "Not Found"))
         context.close()
     finally:
-        _stop(proc)
+        stop_lab(proc)
 
 
 if __name__ == "__main__":  # pragma: no cover
