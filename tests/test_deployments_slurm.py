@@ -83,16 +83,17 @@ def test_mixed_run_puts_the_parallel_loop_on_slurm(slurm_cluster: SlurmCluster,
 
 def test_a_job_slurm_rejects_is_one_line_with_slurms_reason(slurm_cluster: SlurmCluster,
                                                              tmp_path: Path) -> None:
-    """More cores than the partition has: sbatch refuses the job, and nb2cwl says Slurm's
+    """A partition the cluster does not have: sbatch refuses the job, and nb2cwl says Slurm's
     own reason on one line, with what to do (not StreamFlow's traceback)."""
     import subprocess
     import sys
 
     notebook = write_notebook(tmp_path / "big.ipynb", "print('never runs')")
+    profile = tuned_profile("slurm", tmp_path / "slurm.yml", pollingInterval=1,
+                            services={"default": {"jobName": "nb2cwl", "partition": "nosuch"}})
     done = subprocess.run(
         [sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(tmp_path / "wf"),
-         "--deployment", "slurm", "--deployment-file", str(_profile(tmp_path)),
-         "--resources", f"*=cores={slurm_cluster.cpus * 64}", "--quiet"],
+         "--deployment", "slurm", "--deployment-file", str(profile), "--quiet"],
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
     errors = [line for line in done.stderr.splitlines() if line.startswith("nb2cwl: error:")]
