@@ -201,7 +201,7 @@ def _run(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int
 
 
 def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
-              server: StepServer, events: RunEvents | None = None) -> int:
+              server: StepServer, events: RunEvents) -> int:
     from nb2cwl.backends.naming import TIMINGS_FILE
     from nb2cwl.engine_database import repair_database
     from nb2cwl.errors import RunInterrupted
@@ -212,7 +212,7 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
     engine = None
     cache_dir = None if args.no_cache else os.path.join(out_dir, CACHE_DIR)
     timings = os.path.join(os.path.abspath(out_dir), TIMINGS_FILE)
-    extra_env = {**(events.environment if events is not None else {}), TIMINGS_ENV: timings}
+    extra_env = {**events.environment, TIMINGS_ENV: timings}
     try:
         kubernetes = may_use_kubernetes(
             [options.deployment, *(name for _, name in options.targets)],
@@ -253,8 +253,7 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
                            new_engine=new_engine,
                            at_once=_combinations_at_once(options) if sweep else 0,
                            events=events)
-    if events is not None:
-        events.end("done", executed_notebook=summary.executed_notebook)
+    events.end("done", executed_notebook=summary.executed_notebook)
     print(f"finished in {summary.seconds:.1f} s: {len(workflow.steps)} steps")
     if values is not None and values.swept:
         from nb2cwl.sweep_summary import summary_table

@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from deployment_cases import write_notebook
+
 from nb2cwl.launch import may_use_kubernetes
 
 CHECK = textwrap.dedent("""
@@ -101,49 +103,9 @@ def test_the_engine_reads_each_tool_file_once(tmp_path: Path) -> None:
 
 def _compiled_scatter(tmp_path: Path) -> Path:
     """A notebook with a scattered comprehension, compiled into tmp_path/wf."""
-    notebook = tmp_path / "nb.ipynb"
-    notebook.write_text(nbformat_notebook(["import math\nxs = list(range(8))",
-                                           "ys = [math.factorial(x) for x in xs]\nprint(ys)"]))
+    notebook = write_notebook(tmp_path / "nb.ipynb", "import math\nxs = list(range(8))",
+                              "ys = [math.factorial(x) for x in xs]\nprint(ys)")
     out = tmp_path / "wf"
     subprocess.run([sys.executable, "-m", "nb2cwl", str(notebook), "-o", str(out)],
                    check=True, capture_output=True, timeout=120)
     return out
-
-
-def nbformat_notebook(cells: list[str]) -> str:
-    import nbformat
-    from nbformat.v4 import new_code_cell, new_notebook
-
-    return nbformat.writes(new_notebook(cells=[new_code_cell(c) for c in cells]))
-
-
-SAME = textwrap.dedent("""
-    import json, pathlib, re, sys
-    import cwl_utils.parser as parser
-    from nb2cwl import engine
-
-    def plain(document):
-        return json.loads(re.sub(r'"_:[0-9a-f-]+"', '"_:"', json.dumps(document)))
-
-    slow = parser.load_document_by_string
-    engine._read_json_as_json()
-    fast = parser.load_document_by_string
-    assert fast is not slow
-    for path in sorted(pathlib.Path(sys.argv[1]).glob("**/*.cwl")):
-        text = path.read_text()
-        assert text.startswith("#!") and text.split("\\n", 1)[1].startswith("{"), path
-        json.loads(text.split("\\n", 1)[1])  # JSON after the #! line
-        uri = path.resolve().as_uri()
-        # the same data; only blank nodes' names are random, and YAML's strings subclasses
-        assert plain(fast(text, uri).save()) == plain(slow(text, uri).save()), path
-    print("ok")
-""")
-
-
-def test_the_engine_reads_the_cwl_nb2cwl_writes_as_json_with_the_same_result(
-        tmp_path: Path) -> None:
-    out = _compiled_scatter(tmp_path)
-    done = subprocess.run([sys.executable, "-c", SAME, str(out)], text=True,
-                          capture_output=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == "ok"
