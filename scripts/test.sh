@@ -5,6 +5,9 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[test]"
+# tf-keras (Keras fit on several training workers) without its dependency on the `tensorflow`
+# wheel: the tests' tensorflow-cpu is the same TensorFlow, half the size
+.venv/bin/python -m pip install --quiet --no-deps "tf-keras==2.21.0"
 export PATH="$PWD/.venv/bin:$PATH"   # steps run `python3` from PATH: use this environment
 ruff check nb2cwl tests benchmarks
 status=0

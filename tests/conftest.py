@@ -13,6 +13,7 @@ import pytest
 from engines.browser import chromium  # noqa: F401
 from engines.docker import docker_engine  # noqa: F401
 from engines.slurm import slurm_cluster  # noqa: F401
+from engines.slurm_two_nodes import slurm_two_nodes  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -32,7 +33,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     fidelity tests of one notebook on one worker, where one kernel run serves them all."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        if fixtures & {"slurm_cluster", "docker_engine"}:
+        if fixtures & {"slurm_cluster", "slurm_two_nodes", "docker_engine"}:
             item.add_marker(pytest.mark.xdist_group("engines"))
         elif item.module is not None and item.module.__name__ == "test_fidelity":
             case = getattr(item, "callspec", None)

@@ -217,6 +217,28 @@ def test_two_workers_match_two_devices_in_one_process(tmp_path: Path) -> None:
 
 
 @needs_tf
+@pytest.mark.streamflow
+def test_two_workers_share_the_cache_entry_of_their_step(tmp_path: Path) -> None:
+    """The process that starts the workers holds the step's cache entry: the workers do not
+    wait for it (they did, for each other, forever), and the next run reuses the step."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(code) for code in DETERMINISTIC_LOOP]
+    path = tmp_path / "loop.ipynb"
+    nbformat.write(notebook, str(path))
+    env = dict(os.environ, NB2CWL_LOCAL_WORKERS="2", NB2CWL_RENDEZVOUS_TIMEOUT="60")
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    runs = [subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(path), "-o",
+                            str(tmp_path / "wf")], env=env, capture_output=True, text=True,
+                           timeout=300) for _ in range(2)]
+    for done in runs:
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert "reused" not in runs[0].stdout and "reused" in runs[1].stdout, runs[1].stdout
+    printed = [json.loads(next((tmp_path / "wf" / "runs" / n).glob("*.executed.ipynb"))
+                          .read_text())["cells"][-1]["outputs"] for n in ("1", "2")]
+    assert printed[0] == printed[1] and "epoch 2" in printed[0][0]["text"]
+
+
+@needs_tf
 def test_a_worker_whose_peer_never_starts_gives_up(tmp_path: Path) -> None:
     """TensorFlow would wait an hour for a missing peer; the rendezvous timeout ends it."""
     root = str(Path(__file__).parent.parent)

@@ -25,6 +25,7 @@ from .failure import (
 )
 from .future import compiler_flags as future_flags
 from .settings import SettingsReplay
+from .training_workers import WORKER_FLAG, launch_workers
 
 if TYPE_CHECKING:  # the training module is imported only by steps that train (~10 ms)
     from .kernel_shell import KernelExecutor
@@ -39,12 +40,10 @@ OUT = "nb2cwl-out"
 def run_step(spec: dict[str, Any], argv: list[str]) -> int:
     """Run the step described by `spec`; return the process exit status."""
     plan = spec.get("training")
-    if plan is not None and plan.get("distributed", True):
-        from .training_workers import launch_workers
-
-        status = launch_workers(argv)  # one worker per node, or just this one
-        if status is not None:
-            return status
+    distributed = plan is not None and plan.get("distributed", True)
+    worker = distributed and bool(os.environ.get(WORKER_FLAG))
+    if worker:  # one of the training workers started below (in a folder of its own, unless
+        launch_workers(argv)  # it is the first)
     args = parse_arguments(argv)
     root = os.getcwd()
     out = os.path.join(root, OUT)
@@ -63,13 +62,35 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
         live.step_event("skipped", elapsed=time.time() - started)
         return _skip(spec, out, upstream)
     raw_parameters = parameters.raw_inputs(spec, root)
-    key = cache.cache_key(spec, args, raw_parameters)
+    # the process that starts the training workers holds the cache entry, not the workers
+    key = None if worker else cache.cache_key(spec, args, raw_parameters)
     with cache.exclusive(key):  # the same step with the same inputs (a sweep's combinations)
         named = [c["id"] for c in spec["cells"]] + [str(c["index"]) for c in spec["cells"]]
         if key is not None and cache.restore(key, out, named):  # waits, then reuses them
             _show_cached(spec, out, started)
             return 0
+        if distributed and not worker:
+            status = launch_workers(argv)  # one worker per node, or just this one
+            if status is not None:
+                if status == 0:
+                    _store_workers_outputs(key, out)
+                return status
         return _execute(spec, args, root, out, key, raw_parameters)
+
+
+def _store_workers_outputs(key: str | None, out: str) -> None:
+    """Keep what the first training worker wrote into `out` under the step's cache key."""
+    path = os.path.join(out, "report.json")
+    if key is None or not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as handle:
+        report = json.load(handle)
+    if "failed_cell" in report or "exited_cell" in report:
+        return
+    report["cache_key"] = key
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(report, handle, indent=1)
+    cache.store(key, out)
 
 
 def _user_home(root: str) -> str:
@@ -169,6 +190,10 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
         # variable a library reads when it is imported (KERAS_HOME, TF_CPP_MIN_LOG_LEVEL) is
         # set before a training step imports TensorFlow for its strategy, as in the kernel
         first = spec["cells"][0]["index"]
+        if plan is not None:
+            from .training import prepare_keras
+
+            prepare_keras(plan)  # before the replayed `import keras`
         actions = [(_position(k), replay, k) for k in spec.get("replay", [])] + [
             (_position(s["key"]), settings.apply, s) for s in settings.due_before((first, -1))]
         for _, action, item in sorted(actions, key=lambda entry: entry[0]):

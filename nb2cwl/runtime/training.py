@@ -30,6 +30,10 @@ Imports nothing from nb2cwl; TensorFlow is imported only by training steps.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.abc
+import importlib.util
+import inspect
 import json
 import logging
 import os
@@ -278,15 +282,71 @@ def seed_tensorflow(seed: str, namespace: dict[str, Any]) -> int | None:
     return value
 
 
-def _use_legacy_keras() -> None:
-    """Keras 3 `fit` cannot run under MultiWorkerMirroredStrategy: use tf-keras instead."""
-    os.environ["TF_USE_LEGACY_KERAS"] = "1"
-    try:
-        import tf_keras
-    except ImportError:
+def prepare_keras(plan: dict[str, Any] | None) -> None:
+    """Before the step replays the notebook's imports: a Keras-fit step on several workers
+    gets tf-keras wherever its code imports `keras` (Keras 3 `fit` cannot run under
+    MultiWorkerMirroredStrategy). tf-keras itself is imported when the code first imports
+    `keras`, so the settings of earlier cells (KERAS_HOME, TF_CPP_MIN_LOG_LEVEL) come first."""
+    if plan is None or plan["kind"] != "keras_fit" or worker_count() <= 1:
+        return
+    if importlib.util.find_spec("tf_keras") is None:
         raise SystemExit("nb2cwl: Keras fit on several workers needs tf-keras "
-                         "(pip install tf-keras) where the step runs") from None
-    sys.modules["keras"] = tf_keras
+                         "(pip install tf-keras) where the step runs")
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    for name in [n for n in sys.modules if n == "keras" or n.startswith("keras.")]:
+        del sys.modules[name]  # imported before the step (nothing of the notebook's ran yet)
+    if not any(isinstance(finder, _KerasIsTfKeras) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _KerasIsTfKeras())
+
+
+class _KerasIsTfKeras(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """`import keras` (and `keras.x`) gives tf-keras' module of the same name."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname == "keras" or fullname.startswith("keras."):
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec: Any) -> Any:
+        return importlib.import_module("tf_keras" + spec.name[len("keras"):])
+
+    def exec_module(self, module: Any) -> None:
+        """tf-keras' module is already executed."""
+
+
+def _use_legacy_keras() -> None:
+    """The strategy is chosen: tf-keras is what `keras` names (see prepare_keras)."""
+    prepare_keras({"kind": "keras_fit"})
+    import keras  # tf-keras, through _KerasIsTfKeras
+
+    sys.modules["keras"] = keras
+    _same_keras_home()
+
+
+def _same_keras_home() -> None:
+    """The data sets tf-keras downloads or finds go where Keras 3's do: tf-keras' `get_file`
+    ignores KERAS_HOME, which Keras 3 (in the kernel) honours, so a worker would load another
+    copy of a data set than the kernel, or try to download one."""
+    home = os.environ.get("KERAS_HOME")
+    if not home:
+        return
+    from tf_keras.src.utils import data_utils
+
+    original = data_utils.get_file
+    if getattr(original, "__wrapped__", None) is not None:
+        return
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def get_file(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        if bound.arguments.get("cache_dir") is None:  # (the data sets pass None)
+            bound.arguments["cache_dir"] = home
+        return original(*bound.args, **bound.kwargs)
+
+    for name, module in list(sys.modules.items()):  # `from ... import get_file` copies
+        if name.startswith("tf_keras") and getattr(module, "get_file", None) is original:
+            module.get_file = get_file
 
 
 def _quiet_strategy(record: logging.LogRecord) -> bool:

@@ -10,6 +10,8 @@ import contextlib
 import datetime
 import json
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -68,20 +70,16 @@ class TrainingRecord:
     def finish(self, namespace: dict[str, Any], out: str, step: str,
                log: str) -> str | None:
         """Write the run folder (models, history, metrics, log): `out`/training-STEP."""
-        if not is_chief():
+        if not is_chief():  # saves too: a distributed model's save waits for every worker
+            scratch = tempfile.mkdtemp(prefix="nb2cwl-worker-models-")
+            try:
+                self._save_models(namespace, scratch)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
             return None
         folder = os.path.join(out, f"training-{step}")  # the workflow run versions it
         os.makedirs(folder, exist_ok=True)
-        saved, problems = [], {}
-        for name in self.plan.get("models", []):
-            model = namespace.get(name)
-            if model is None or not hasattr(model, "save"):
-                continue
-            try:
-                model.save(os.path.join(folder, f"{name}.keras"))
-                saved.append(f"{name}.keras")
-            except Exception as exc:
-                problems[name] = f"{type(exc).__name__}: {exc}"
+        saved, problems = self._save_models(namespace, folder)
         last = self.fits[-1] if self.fits else None
         if last is not None:
             _write_json(os.path.join(folder, "history.json"), last["history"])
@@ -108,6 +106,22 @@ class TrainingRecord:
         with open(os.path.join(folder, "training.log"), "w", encoding="utf-8") as handle:
             handle.write(log)
         return folder
+
+
+    def _save_models(self, namespace: dict[str, Any],
+                     folder: str) -> tuple[list[str], dict[str, str]]:
+        """Save the step's models as `NAME.keras` in `folder`: (saved files, problems)."""
+        saved, problems = [], {}
+        for name in self.plan.get("models", []):
+            model = namespace.get(name)
+            if model is None or not hasattr(model, "save"):
+                continue
+            try:
+                model.save(os.path.join(folder, f"{name}.keras"))
+                saved.append(f"{name}.keras")
+            except Exception as exc:
+                problems[name] = f"{type(exc).__name__}: {exc}"
+        return saved, problems
 
 
 def _scale_learning_rate(model: Any, replicas: int) -> None:

@@ -1,0 +1,192 @@
+"""Workflows on a real two-node Slurm cluster (tests/engines/slurm_two_nodes.py).
+
+Each node is a slurmd in its own network namespace with its own address and one CPU, so what
+runs on two nodes really runs in two places that talk TCP. Proof of placement comes from the
+steps themselves (SLURMD_NODENAME, the node's address) and from Slurm's job completion log.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import NOTEBOOKS
+from deployment_cases import tuned_profile, write_notebook
+from engines.slurm_two_nodes import TwoNodeCluster
+from equivalence import run_with_nbclient, run_with_workflow
+from test_training import DETERMINISTIC_LOOP, HAS_TF, _weights
+
+pytestmark = [pytest.mark.slurm, pytest.mark.streamflow]
+
+
+@pytest.fixture
+def cluster(slurm_two_nodes: TwoNodeCluster, monkeypatch: pytest.MonkeyPatch) -> TwoNodeCluster:
+    """The two-node cluster, with SLURM_CONF naming it for this test (and its StreamFlow)."""
+    monkeypatch.setenv("SLURM_CONF", str(slurm_two_nodes.conf))
+    return slurm_two_nodes
+
+
+def _profile(tmp_path: Path) -> Path:
+    return tuned_profile("slurm", tmp_path / "slurm.yml", pollingInterval=1,
+                         maxConcurrentJobs=4)
+
+
+def _new_jobs(cluster: TwoNodeCluster, before: set[str]) -> list[dict[str, str]]:
+    return [fields for job, fields in cluster.completed_jobs().items() if job not in before]
+
+
+def test_srun_runs_one_task_per_node_in_separate_networks(cluster: TwoNodeCluster) -> None:
+    done = subprocess.run(
+        ["srun", "-N2", "-n2", "-l", "sh", "-c",
+         "echo $(hostname) $(readlink /proc/self/ns/net) $SLURMD_NODENAME"],
+        env=cluster.env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines())
+    (host0, net0, node0), (host1, net1, node1) = (lines["0"].split(), lines["1"].split())
+    assert (host0, node0, host1, node1) == ("node1", "node1", "node2", "node2")
+    assert net0 != net1 and os.readlink("/proc/self/ns/net") not in (net0, net1)
+
+
+SCATTER = [
+    "import os\nimport numpy as np\nseeds = list(range(8))",
+    "def simulate(seed):\n"
+    "    rng = np.random.default_rng(seed)\n"
+    "    walks = rng.normal(size=(40, 20_000)).cumsum(axis=1)\n"
+    "    return round(float(walks.max(axis=1).mean()), 6)",
+    "peaks = []\n"
+    "for seed in seeds:\n"
+    "    peaks.append((seed, simulate(seed), os.environ.get('SLURMD_NODENAME')))\n"
+    "    print(f'seed {seed}: {peaks[-1][1]:.3f}')",
+    "print(sum(p for _, p, _ in peaks))",
+    "print('nodes', sorted({str(node) for *_, node in peaks}))",
+]
+
+
+def test_a_scattered_loop_runs_its_chunks_on_both_nodes(cluster: TwoNodeCluster,
+                                                        tmp_path: Path) -> None:
+    notebook = write_notebook(tmp_path / "walks.ipynb", *SCATTER)
+    expected = run_with_nbclient(notebook, tmp_path / "kernel")
+    before = set(cluster.completed_jobs())
+    got, _ = run_with_workflow(
+        notebook, tmp_path / "workflow", "--deployment", "slurm", "--chunks", "2",
+        "--deployment-file", str(_profile(tmp_path)), "--no-cache")
+    last = max(got)
+    assert {i: v for i, v in got.items() if i != last} == \
+        {i: v for i, v in expected.items() if i != last}  # every result as in Jupyter
+    assert "nodes ['node1', 'node2']" in got[last][0]  # the chunks ran on both nodes
+    assert expected[last] == ["stdout: nodes ['None']\n"]
+    jobs = _new_jobs(cluster, before)
+    assert {j["NodeList"] for j in jobs} == {"node1", "node2"}
+    assert all(j["JobState"] == "COMPLETED" for j in jobs)
+    assert not cluster.queued_jobs()
+
+
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_training_runs_one_worker_per_node(cluster: TwoNodeCluster, tmp_path: Path) -> None:
+    """A GradientTape loop with --resources @train=nodes=2: one Slurm job on both nodes, one
+    worker per node (MultiWorkerMirroredStrategy over TCP between the nodes' addresses), and
+    the weights of two replicas in one process, within 1e-5."""
+    notebook = write_notebook(tmp_path / "loop.ipynb", *DETERMINISTIC_LOOP)
+    before = set(cluster.completed_jobs())
+    nodes, results = run_with_workflow(
+        notebook, tmp_path / "nodes", "--deployment", "slurm", "--resources", "@train=nodes=2",
+        "--deployment-file", str(_profile(tmp_path)), "--no-cache")
+    (run,) = results.glob("training-*")
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["workers"] == 2 and metrics["replicas"] == 2
+    jobs = _new_jobs(cluster, before)
+    spanning = [j for j in jobs if j["NodeList"] == "node[1-2]"]
+    assert len(spanning) == 1 and spanning[0]["NodeCnt"] == "2", jobs
+    assert all(j["JobState"] == "COMPLETED" for j in jobs)
+
+    devices, one_process = _devices_run(notebook, tmp_path)
+    assert nodes == devices  # the same printed losses
+    (reference,) = one_process.glob("training-*")
+    for (name, a), (_, b) in zip(_weights(reference / "model.keras"),
+                                 _weights(run / "model.keras"), strict=True):
+        assert np.allclose(a, b, atol=1e-5), name
+    assert not cluster.queued_jobs()
+
+
+KERAS_FIT = [
+    "import numpy as np\nimport keras",
+    "(x, y), _ = keras.datasets.fashion_mnist.load_data()\n"
+    "x = x.reshape(len(x), -1).astype('float32') / 255\n"
+    "print(x.shape, int(y.sum()), float(x.sum()))",
+    "keras.utils.set_random_seed(3)\n"
+    "model = keras.Sequential([keras.Input((784,)), keras.layers.Dense(16, activation='relu'),\n"
+    "                          keras.layers.Dense(10)])\n"
+    "model.compile(optimizer=keras.optimizers.SGD(0.05),\n"
+    "              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))",
+    "history = model.fit(x, y, batch_size=40, epochs=2, shuffle=False, verbose=0)\n"
+    "print(len(history.history['loss']), 'epochs')",
+]
+
+
+@pytest.mark.skipif(not HAS_TF or importlib.util.find_spec("tf_keras") is None,
+                    reason="TensorFlow or tf-keras is not installed")
+def test_keras_fit_on_two_nodes_reads_the_kernels_data_set(
+        cluster: TwoNodeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keras fit with one worker per node (tf-keras, as several workers need) loads the data
+    set from the kernel's KERAS_HOME, not from ~/.keras (tf-keras ignores KERAS_HOME; here
+    ~/.keras is empty and nothing can be downloaded), and trains what two local workers do."""
+    sys.path.insert(0, str(NOTEBOOKS))
+    try:
+        from make_fashion_mnist import write_fashion_mnist
+    finally:
+        sys.path.remove(str(NOTEBOOKS))
+    write_fashion_mnist(tmp_path / "keras-home" / "datasets" / "fashion-mnist", train=200,
+                        test=20, seed=0)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras-home"))
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no data set in ~/.keras
+    notebook = write_notebook(tmp_path / "fit.ipynb", *KERAS_FIT)
+    kernel = run_with_nbclient(notebook, tmp_path / "kernel")
+    before = set(cluster.completed_jobs())
+    nodes, results = run_with_workflow(
+        notebook, tmp_path / "nodes", "--deployment", "slurm", "--resources", "@train=nodes=2",
+        "--deployment-file", str(_profile(tmp_path)), "--no-cache")
+    assert nodes[1] == kernel[1] and "(200, 784)" in kernel[1][0]  # the kernel's data
+    (run,) = results.glob("training-*")
+    assert json.loads((run / "metrics.json").read_text())["workers"] == 2
+    spanning = [j for j in _new_jobs(cluster, before) if j["NodeList"] == "node[1-2]"]
+    assert len(spanning) == 1 and spanning[0]["JobState"] == "COMPLETED"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NB2CWL_LOCAL_WORKERS", "2")
+        local, local_results = run_with_workflow(notebook, tmp_path / "local", "--no-cache")
+    for cells in (nodes, local):  # as the kernel (TensorFlow's own log lines aside)
+        assert cells[1] == kernel[1] and "stdout: 2 epochs\n" in cells[3][0]
+    assert "stdout: 2 epochs\n" in kernel[3][0]
+    (reference,) = local_results.glob("training-*")
+    for (name, a), (_, b) in zip(_weights(reference / "model.keras"),
+                                 _weights(run / "model.keras"), strict=True):
+        assert np.allclose(a, b, rtol=1e-4, atol=1e-5), name
+    assert not cluster.queued_jobs()
+
+
+def _devices_run(notebook: Path, tmp_path: Path) -> tuple[dict[int, list[str]], Path]:
+    """The same notebook on the local deployment: two replicas in one process."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NB2CWL_CPU_REPLICAS", "2")
+        return run_with_workflow(notebook, tmp_path / "devices", "--no-cache")
+
+
+def test_a_job_asking_for_more_nodes_than_exist_fails_at_once(cluster: TwoNodeCluster,
+                                                              tmp_path: Path) -> None:
+    notebook = write_notebook(tmp_path / "loop.ipynb", *DETERMINISTIC_LOOP)
+    done = subprocess.run(
+        [sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(tmp_path / "wf"),
+         "--deployment", "slurm", "--resources", "@train=nodes=3", "--deployment-file",
+         str(_profile(tmp_path)), "--quiet"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("nb2cwl: error:")]
+    assert len(errors) == 1, done.stderr[-3000:]
+    assert "Slurm rejected the job" in errors[0] and "sbatch: error:" in errors[0], errors[0]
+    assert "Traceback" not in done.stderr
+    assert not cluster.queued_jobs()
