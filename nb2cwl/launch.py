@@ -415,6 +415,9 @@ def _cells_of(workflow: Workflow, name: str) -> str:
 
 def _failure(log: list[str], status: int) -> str:
     text = "".join(log)
+    workers = re.findall(r"nb2cwl: (step \S+ failed at [^\n]*: training worker [^\n]*)", text)
+    if workers:  # a worker died: the others' errors (a lost peer) follow from it
+        return workers[-1]
     found = re.search(r"nb2cwl: step \S+ failed at .*?(?=\n\S*\d{4}-\d\d-\d\d |\Z)", text,
                       re.S)
     if found:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -190,3 +192,69 @@ def test_a_job_asking_for_more_nodes_than_exist_fails_at_once(cluster: TwoNodeCl
     assert "Slurm rejected the job" in errors[0] and "sbatch: error:" in errors[0], errors[0]
     assert "Traceback" not in done.stderr
     assert not cluster.queued_jobs()
+
+
+def _workers(cluster: TwoNodeCluster) -> list[int]:
+    """Training workers on this cluster's nodes (by the flag their launcher sets)."""
+    mine = f"SLURM_CONF={cluster.conf}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"NB2CWL_WORKER=1" in environ and mine in environ:
+            found.append(int(entry.name) if entry.name.isdigit() else -1)
+    return found
+
+
+def _second_worker(cluster: TwoNodeCluster, timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pid in _workers(cluster):
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            if b"SLURM_PROCID=1" in environ and b"python" in \
+                    Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        time.sleep(0.3)
+    raise AssertionError("the second training worker never started")
+
+
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_a_worker_killed_mid_training_names_its_node_and_the_next_run_reuses(
+        cluster: TwoNodeCluster, tmp_path: Path) -> None:
+    """SIGKILL to the worker on node2: the run fails within seconds with one line naming the
+    step, the node and what happened; no job, worker or lock is left; the next run reuses
+    the step that had finished and completes."""
+    cells = [DETERMINISTIC_LOOP[0], "total = sum(i * i for i in range(10**6))\nprint(total)",
+             *DETERMINISTIC_LOOP[1:-1],
+             "import time\nfor epoch in range(40):\n    for xb, yb in dataset:\n"
+             "        loss = train_step(xb, yb)\n    time.sleep(0.5)\n"
+             "    print(f'epoch {epoch}: loss {float(loss):.4f}')"]
+    notebook = write_notebook(tmp_path / "long.ipynb", *cells)
+    command = [sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(tmp_path / "wf"),
+               "--deployment", "slurm", "--resources", "@train=nodes=2", "--granularity",
+               "cell", "--deployment-file", str(_profile(tmp_path))]
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+               NB2CWL_RENDEZVOUS_TIMEOUT="60")
+    run = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    try:
+        victim = _second_worker(cluster, 180)
+        time.sleep(6)  # training
+        os.kill(victim, signal.SIGKILL)
+        killed = time.monotonic()
+        _, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 1
+    assert time.monotonic() - killed < 60  # not the rendezvous timeout, not an hour
+    errors = [line for line in err.splitlines() if line.startswith("nb2cwl: error:")]
+    assert errors == [f"nb2cwl: error: step {errors[0].split()[3]} failed at long.ipynb, cell 5: "
+                      "training worker 1 on node2: Killed; the other workers were stopped"], err
+    assert "Traceback" not in err
+    assert not cluster.queued_jobs() and not _workers(cluster)
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "cell_1 reused" in again.stdout and "done" in again.stdout, again.stdout

@@ -12,7 +12,17 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import cache, files, live, parameters, skeleton, timings, values, warnings_once
+from . import (
+    cache,
+    files,
+    live,
+    parameters,
+    skeleton,
+    timings,
+    training_workers,
+    values,
+    warnings_once,
+)
 from .arguments import Arguments, parse_arguments
 from .capture import OutputCapture
 from .failure import (
@@ -74,6 +84,10 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
             if status is not None:
                 if status == 0:
                     _store_workers_outputs(key, out)
+                elif training_workers.failure is not None:  # the cause, last in the log
+                    sys.stderr.write(f"nb2cwl: step {spec['step']} failed at "
+                                     f"{spec['notebook']}, cell {plan['cell']}: "
+                                     f"{training_workers.failure}\n")
                 return status
         return _execute(spec, args, root, out, key, raw_parameters)
 

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -34,7 +37,13 @@ def launch_workers(argv: list[str]) -> int | None:
         command = ["srun", "--kill-on-bad-exit=1", f"--ntasks={tasks}",
                    f"--export=ALL,{WORKER_FLAG}=1", sys.executable,
                    os.path.abspath(sys.argv[0]), *argv]
-        return _wait_all([subprocess.Popen(command)])
+        srun = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, errors="replace")
+        reader = threading.Thread(target=_read_srun_errors, args=(srun.stderr,), daemon=True)
+        reader.start()
+        try:
+            return _wait_all([srun], lambda index, code: _srun_cause(reader, code))
+        finally:
+            reader.join(timeout=5)
     local = int(os.environ.get("NB2CWL_LOCAL_WORKERS", "1") or 1)
     if local > 1:
         return _local_workers(local, argv)
@@ -63,19 +72,50 @@ def _local_workers(count: int, argv: list[str]) -> int:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _wait_all(processes: list[subprocess.Popen]) -> int:
-    """Wait for every worker; when one fails, kill the rest (they would wait for it)."""
+#: Why the training workers failed: the first worker to fail, where it ran and how it ended
+#: ("training worker 1 on node2: Killed"); None while none has.
+failure: str | None = None
+
+_SRUN_TASK_ERROR = re.compile(r"srun: error: (\S+): tasks? ([\d,-]+): (.+)")
+_srun_errors: list[str] = []
+
+
+def _read_srun_errors(stream: Any) -> None:
+    """Pass srun's (and the workers') stderr on, keeping what srun says of failed tasks."""
+    for line in stream:
+        sys.stderr.write(line)
+        found = _SRUN_TASK_ERROR.search(line)
+        if found:
+            node, task, what = found.groups()
+            _srun_errors.append(f"training worker {task} on {node}: {what.strip()}")
+
+
+def _srun_cause(reader: threading.Thread, code: int) -> str:
+    reader.join(timeout=5)  # srun has ended: its last lines are on their way
+    return _srun_errors[0] if _srun_errors else f"a training worker failed (srun exit {code})"
+
+
+def _local_cause(index: int, code: int) -> str:
+    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit {code}"
+    return f"training worker {index} on this machine: {how}"
+
+
+def _wait_all(processes: list[subprocess.Popen], cause: Any = _local_cause) -> int:
+    """Wait for every worker; when one fails, kill the rest (they would wait for it), and
+    say which failed, where and how (`failure`)."""
+    global failure
     try:
         while True:
             codes = [p.poll() for p in processes]
-            failed = [c for c in codes if c not in (None, 0)]
+            failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
             if failed:
                 for process in processes:
                     if process.poll() is None:
                         process.kill()  # SIGKILL: a waiting TensorFlow worker ignores SIGTERM
-                sys.stderr.write(f"nb2cwl: a training worker failed (exit {failed[0]}); "
-                                 "the other workers were stopped\n")
-                return failed[0] if failed[0] > 0 else 1
+                index, code = failed[0]
+                failure = f"{cause(index, code)}; the other workers were stopped"
+                sys.stderr.write(f"nb2cwl: {failure}\n")
+                return code if code > 0 else 1
             if all(c == 0 for c in codes):
                 return 0
             time.sleep(0.1)
