@@ -112,13 +112,15 @@ def _dispatch(args: argparse.Namespace) -> int:
                           or default_output_dir(args.notebook))
     if args.command == "explain":
         from nb2cwl.api import compile_notebook
+        from nb2cwl.backends.deployments import plan_deployments
         from nb2cwl.backends.explain import explain_data, explain_text
 
         workflow = compile_notebook(args.notebook, options)
+        plan = plan_deployments(workflow, options)
         if args.json:
-            print(json.dumps(explain_data(workflow), indent=1))
+            print(json.dumps(explain_data(workflow, plan), indent=1))
         else:
-            sys.stdout.write(explain_text(workflow))
+            sys.stdout.write(explain_text(workflow, plan))
         return 0
     if args.command == "graph":
         from nb2cwl.api import compile_notebook

@@ -6,8 +6,10 @@ test_deployments_docker.py; the Helm chart is checked in test_deployments_helm.p
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -335,3 +337,28 @@ def test_help_documents_the_deployment_options(command: str) -> None:
     for option in ("--deployment", "--target", "--resources", "--image", "--chart",
                    "--deployment-file", "@gpu", "@map"):
         assert option in result.stdout
+
+
+def test_explain_says_what_each_step_asks_slurm_for(tmp_path: Path) -> None:
+    """On a Slurm deployment, explain tells per step the nodes and tasks its job asks for and
+    why: training across nodes, a chunk of a scattered loop, or one task."""
+    notebook = write_notebook(
+        tmp_path / "nb.ipynb", "import numpy as np\nimport tensorflow as tf\nimport keras",
+        "items = list(range(8))\nout = [np.sqrt(np.arange(10**5) * i).sum() for i in items]",
+        "model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])\n"
+        "model.compile(optimizer='sgd', loss='mse')\n"
+        "model.fit(np.zeros((8, 4)), np.zeros(8), epochs=1, verbose=0)")
+    command = [sys.executable, "-m", "nb2cwl", "explain", str(notebook), "--deployment",
+               "slurm", "--resources", "@train=nodes=2", "--chunks", "2"]
+    text = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    placed = [line.strip() for line in text.splitlines() if line.strip().startswith("runs on")]
+    assert "runs on slurm (slurm, service default-node2): 2 nodes x 1 task; training across " \
+        "2 nodes: one worker per node" in text, text
+    assert any("1 node x 1 task; a chunk of the scattered loop" in line for line in placed)
+    assert any(line.endswith("one task: the step asks for nothing more") for line in placed)
+    data = json.loads(subprocess.run([*command, "--json"], capture_output=True, text=True,
+                                     check=True).stdout)
+    trained = [s["placement"] for s in data["steps"] if s["training"]]
+    assert [(p["nodes"], p["tasks_per_node"], p["type"]) for p in trained] == [(2, 1, "slurm")]
+    local = subprocess.run(command[:5], capture_output=True, text=True, check=True).stdout
+    assert "runs on" not in local  # on this machine alone, nothing to say

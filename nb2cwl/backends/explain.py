@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from nb2cwl.backends.deployments import DeploymentPlan
 from nb2cwl.ir.model import Step, Workflow
 
 
-def explain_data(workflow: Workflow) -> dict[str, Any]:
-    """Machine-readable explanation; cell indices count every cell, markdown included."""
+def explain_data(workflow: Workflow, plan: DeploymentPlan | None = None) -> dict[str, Any]:
+    """Machine-readable explanation; cell indices count every cell, markdown included. With
+    the deployment plan, each step says where it runs and what it asks for there."""
     cells = []
     for view in workflow.cells:
         if view.cell_type != "code":
@@ -35,6 +37,7 @@ def explain_data(workflow: Workflow) -> dict[str, Any]:
             "target": s.target,
             "reasons": list(s.reasons),
             "training": _training(workflow, s),
+            **({"placement": placement(s, plan)} if plan is not None else {}),
         }
         for s in workflow.steps
     ]
@@ -81,6 +84,43 @@ def _training(workflow: Workflow, step: Step) -> dict[str, Any] | None:
     return None
 
 
+def placement(step: Step, plan: DeploymentPlan) -> dict[str, Any]:
+    """Where `step` runs: the deployment, its type, and on Slurm the nodes and tasks per node
+    its job asks for, with why."""
+    target = next((b["target"] for b in plan.bindings if b["step"] == f"/{step.name}"),
+                  next(b["target"] for b in plan.bindings if b["step"] == "/"))
+    entry = plan.deployments.get(target["deployment"], {})
+    found: dict[str, Any] = {"deployment": target["deployment"], "type": entry.get("type"),
+                             "service": target.get("service")}
+    if entry.get("type") == "slurm":
+        service = (entry.get("config", {}).get("services") or {}).get(target.get("service"), {})
+        found["nodes"] = int(service.get("nodes", 1))
+        found["tasks_per_node"] = int(service.get("ntasksPerNode", 1))
+        if service.get("cpusPerTask"):
+            found["cores_per_task"] = service["cpusPerTask"]
+    if step.training is not None and step.resources.nodes > 1:
+        found["why"] = (f"training across {step.resources.nodes} nodes: one worker per node "
+                        "(srun starts them; MultiWorkerMirroredStrategy joins them)")
+    elif step.role == "map":
+        found["why"] = ("a chunk of the scattered loop: each chunk is a job of its own, so "
+                        "the chunks run side by side wherever the cluster has room")
+    else:
+        found["why"] = "one task: the step asks for nothing more"
+    return found
+
+
+def _placement_text(found: dict[str, Any]) -> str:
+    where = f"{found['deployment']} ({found['type']}"
+    where += f", service {found['service']})" if found.get("service") else ")"
+    if "nodes" in found:
+        nodes, tasks = found["nodes"], found["tasks_per_node"]
+        where += (f": {nodes} node{'s' if nodes > 1 else ''} x {tasks} "
+                  f"task{'s' if tasks > 1 else ''}")
+        if found.get("cores_per_task"):
+            where += f", {found['cores_per_task']} cores per task"
+    return f"runs on {where}; {found['why']}"
+
+
 def _place(workflow: Workflow, cell: int, line: int) -> dict[str, Any]:
     """A cell and line, with the script's own line for a script."""
     view = next((v for v in workflow.cells if v.index == cell), None)
@@ -95,8 +135,11 @@ RUNTIME = ("each step runs its cells with IPython's own shell, as the Jupyter ke
            "the step's log")
 
 
-def explain_text(workflow: Workflow) -> str:
-    """Human-readable explanation."""
+def explain_text(workflow: Workflow, plan: DeploymentPlan | None = None) -> str:
+    """Human-readable explanation; with the deployment plan, where each step runs when that
+    is not this machine alone."""
+    shown = plan is not None and any(
+        placement(s, plan)["type"] != "local" for s in workflow.steps)
     lines = [f"{workflow.notebook_name}: {len(workflow.steps)} steps", f"({RUNTIME})"]
     if workflow.parameters:
         lines.append(f"\ninputs (parameters cell {workflow.parameter_cell}; nb2cwl run -p NAME "
@@ -114,6 +157,8 @@ def explain_text(workflow: Workflow) -> str:
             lines.append(f"  takes parameters {', '.join(step.parameters)}")
         if step.replay:
             lines.append(f"  replays definitions {', '.join(step.replay)}")
+        if shown:
+            lines.append(f"  {_placement_text(placement(step, plan))}")
         for reason in step.reasons:
             lines.append(f"  why: {reason}")
     replayed = [v for v in workflow.cells if v.role == "definitions"]
