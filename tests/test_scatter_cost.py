@@ -105,3 +105,48 @@ def test_only_the_cells_unchanged_since_the_run_keep_their_seconds(tmp_path: Pat
     assert read_last_run(str(tmp_path / "missing"), {"a": "x = 1\ny = 2"}) is None
     for source in ("", "x = 1\ny = 2", "print('é')"):  # the steps' digest is the compiler's
         assert digest(source) == source_digest(source)
+
+
+def test_balanced_shares_give_each_chunk_about_the_same_work() -> None:
+    from nb2cwl.runtime.skeleton import balanced_shares
+
+    # dealt out like cards, every costly item would go to the first chunk
+    assert balanced_shares([1, 0, 1, 0, 1, 0, 1, 0], 2) == [[0, 1, 4, 5], [2, 3, 6, 7]]
+    shares = balanced_shares([5.0, 1, 1, 1, 1, 1], 2)
+    assert shares == [[0], [1, 2, 3, 4, 5]]  # 5 s against 5 s
+    assert balanced_shares([0.5] * 3, 8) == [[0], [1], [2]]  # never more chunks than items
+    assert sorted(i for share in balanced_shares([3, 1, 4, 1, 5, 9, 2, 6], 3)
+                  for i in share) == list(range(8))
+
+
+UNEVEN = ["import os, time\nitems = list(range(8))",
+          "where = []\nfor i in items:\n    time.sleep(0.6 if i % 2 == 0 else 0.0)\n"
+          "    where.append((i, os.getpid()))"]
+
+
+@pytest.mark.streamflow
+def test_the_next_run_balances_chunks_by_the_items_measured_seconds(tmp_path: Path) -> None:
+    """The even items are slow: dealt out like cards, one chunk gets all of them. The run
+    keeps each item's seconds, and the next run's split balances the chunks by them."""
+    notebook = _notebook(tmp_path / "uneven.ipynb", [*UNEVEN, "print(where)"])
+    out = tmp_path / "wf"
+
+    def slow_items_per_process(run: int) -> list[int]:
+        where = eval(_printed(out, run)[2])
+        slow = {pid for i, pid in where if i % 2 == 0}
+        return sorted(sum(1 for i, pid in where if i % 2 == 0 and pid == p) for p in slow)
+
+    _cli("run", str(notebook), "-o", str(out), "--quiet", "--chunks", "2", cwd=tmp_path)
+    assert slow_items_per_process(1) == [4]  # every slow item in one chunk
+    lines = [json.loads(line) for line in (out / TIMINGS_FILE).read_text().splitlines()]
+    items = next(line["items"] for line in lines if line["cell"] == "c1")
+    assert len(items) == 8 and all(items[i] > 0.5 for i in (0, 2, 4, 6)) and \
+        all(items[i] < 0.3 for i in (1, 3, 5, 7))
+    # a run that only reuses (the balance changed, the results did not) reruns nothing, the
+    # gather included, and keeps the items' seconds for the next
+    again = _cli("run", str(notebook), "-o", str(out), "--chunks", "2", cwd=tmp_path)
+    assert again.count(" reused ") == 5 and " done " not in again.replace("assemble done", "")
+    _cli("run", str(notebook), "-o", str(out), "--quiet", "--no-cache", "--chunks", "2",
+         cwd=tmp_path)
+    assert slow_items_per_process(3) == [2, 2]  # two slow items in each chunk
+    assert _printed(out, 3)[2].count("(") == 8

@@ -116,6 +116,8 @@ class MapPlan:
     chunks: int = 0  # 0: one chunk per available core, capped by the item count
     gpu: bool = False
     body_at_lines: bool = False  # `body` is at its cell's lines: compiled under its file name
+    # each item's seconds in the last run (same cell source): the split balances its chunks
+    item_seconds: tuple[float, ...] = ()
 
     def to_json(self) -> dict:
         """The plan as plain JSON data for the step runtime."""

@@ -39,6 +39,8 @@ class Profile:
     peak_memory_mb: Mapping[str, float] = field(default_factory=dict)
     path: str = ""
     source: str = "profile"  # "profile" (nb2cwl profile) or "last run" (nb2cwl's own run)
+    item_seconds: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # a scattered
+    #                                                loop's cell: each item's seconds, in order
 
 
 def read_profile(path: str) -> Profile:
@@ -68,6 +70,7 @@ def read_last_run(path: str, sources: Mapping[str, str]) -> Profile | None:
     it measured none of them. A scattered loop's cell counts as if run in one process."""
     digests = {cell_id: source_digest(source) for cell_id, source in sources.items()}
     seconds: dict[str, float] = {}
+    items: dict[str, tuple[float, ...]] = {}
     try:
         with open(path, encoding="utf-8") as handle:
             lines = handle.read().splitlines()
@@ -81,7 +84,14 @@ def read_last_run(path: str, sources: Mapping[str, str]) -> Profile | None:
             continue  # a line a killed step left half-written
         if digests.get(cell) == entry.get("digest"):
             seconds[cell] = value
-    return Profile(seconds, path=os.path.abspath(path), source="last run") if seconds else None
+            if isinstance(entry.get("items"), list):
+                try:
+                    items[cell] = tuple(float(v) for v in entry["items"])
+                except (TypeError, ValueError):
+                    items.pop(cell, None)
+    if not seconds:
+        return None
+    return Profile(seconds, path=os.path.abspath(path), source="last run", item_seconds=items)
 
 
 def source_digest(source: str) -> str:
@@ -99,7 +109,12 @@ def with_profile(workflow: Workflow, profile: Profile | None) -> Workflow:
         return cell if seconds is None else replace(cell, seconds=seconds,
                                                     seconds_from=profile.source)
 
-    steps = tuple(replace(s, cells=tuple(measured(c) for c in s.cells)) for s in workflow.steps)
+    def planned(step: Step) -> Step:
+        items = profile.item_seconds.get(step.cells[0].cell_id) if step.plan else None
+        return replace(step, plan=replace(step.plan, item_seconds=items)) if items else step
+
+    steps = tuple(planned(replace(s, cells=tuple(measured(c) for c in s.cells)))
+                  for s in workflow.steps)
     return replace(workflow, steps=steps)
 
 

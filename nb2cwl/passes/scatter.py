@@ -49,8 +49,10 @@ def scatter_loops(workflow: Workflow, chunks: int = 0,
         renamed[step.name] = gather.name
         early[step.name] = (split.name, _ready_after_split(step, plan, split))
         steps += [split, mapper, gather]
+        balanced = (f", chunks balanced by the {len(plan.item_seconds)} items' seconds "
+                    "measured in the last run" if plan.item_seconds else "")
         skeletons.append(f"cell {cell}: {plan.form} -> {plan.method} over chunks "
-                         f"({split.name} -> {mapper.name} -> {gather.name})")
+                         f"({split.name} -> {mapper.name} -> {gather.name}){balanced}")
     steps = [_rename_inputs(s, renamed, early) for s in steps]
     names = {c.index: s.name for s in steps for c in s.cells if s.role in ("cell", "gather")}
     cells = tuple(replace(v, step=names.get(v.index, v.step)) for v in workflow.cells)
@@ -75,7 +77,9 @@ def _rewrite(step: Step, plan) -> tuple[Step, Step, Step]:
     split = replace(step, name=f"{step.name}_split", outputs=(*handed, CHUNKS, PREFIX),
                     role="split", defines=(), reasons=(
                         f"line {plan.line}: {plan.form}: runs the code before it and cuts the "
-                        "collection into chunks",))
+                        "collection into chunks" + (
+                            ", each with about the same seconds of work by what every item "
+                            "took in the last run" if plan.item_seconds else ""),))
     own = StepInput
     mapper = replace(
         step, name=f"{step.name}_map",

@@ -40,6 +40,9 @@ def cache_key(spec: dict[str, Any], args: dict[str, list[str]],
     digest = hashlib.sha256()
     stable = {**spec, "cells": [{k: v for k, v in c.items() if k != "id"}
                                 for c in spec["cells"]]}  # ids only name cells in messages
+    if isinstance(spec.get("plan"), dict):  # how the last run's item costs deal out chunks:
+        stable["plan"] = {k: v for k, v in spec["plan"].items()  # the same results either
+                          if k != "item_seconds"}  # way, and they vary from run to run
     digest.update(json.dumps(stable, sort_keys=True, default=str).encode())
     for name in sorted(os.listdir(_RUNTIME)):
         if name.endswith(".py"):
@@ -128,10 +131,10 @@ def restore(key: str, out: str, cells: list[str] | None = None) -> bool:
     report_path = os.path.join(out, "report.json")
     with open(report_path, encoding="utf-8") as handle:
         report = json.load(handle)
-    report["cached"] = key
-    report.pop("cache_notes", None)  # what the run that kept it said of the cache
-    with open(report_path, "w", encoding="utf-8") as handle:
-        json.dump(report, handle, indent=1)
+    if "cache_notes" in report:  # what the run that kept it said of the cache; otherwise
+        del report["cache_notes"]  # the outputs stay as they were, byte for byte: a step
+        with open(report_path, "w", encoding="utf-8") as handle:  # reading them is reused
+            json.dump(report, handle, indent=1)
     return True
 
 

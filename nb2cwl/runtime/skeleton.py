@@ -51,14 +51,15 @@ def run_part(role: str, spec: dict[str, Any], args: Arguments, namespace: dict[s
         where = (f"nb2cwl: step {spec['step']} failed at {spec['notebook']}, cell "
                  f"{cell['index']} (id {cell['id']}), line {plan['line']}, in an iteration "
                  "of the loop")
+        items: list[float] = []
         try:
             outputs, seconds = gather(plan, namespace, args.get("results", []), prefix,
-                                      run_code, where)
+                                      run_code, where, items)
         except LoopFailed as failed:
             raise CellFailed(cell, None, str(failed), failed.outputs) from None
         report["cells"].append({"index": cell["index"], "outputs": outputs,
                                 "execution_count": cell["execution_count"],
-                                "seconds": seconds})
+                                "seconds": seconds, "item_seconds": items})
         live.cell_outputs(cell, outputs)
         live.cell_event(cell, "done", execution_count=cell["execution_count"])
 
@@ -81,7 +82,11 @@ def split(plan: dict[str, Any], namespace: dict[str, Any], out: str, run_code: R
         shortest = min(len(c) for c in collections)  # zip stops at the shorter one
         collections = [c[:shortest] for c in collections]
     wanted = plan.get("chunks") or os.cpu_count() or 1
-    cut = [_shares(len(collections[0]), wanted)] * len(collections)
+    costs = plan.get("item_seconds") or []
+    if plan["method"] != "nested_crossproduct" and len(costs) == len(collections[0]):
+        cut = [balanced_shares(costs, wanted)] * len(collections)  # as the last run measured
+    else:
+        cut = [_shares(len(collections[0]), wanted)] * len(collections)
     if plan["method"] == "nested_crossproduct":
         # a grid: cut the inner collection where it has items enough, so that every job
         # runs every outer item (costs often grow with it: n_estimators, epochs), else cut
@@ -96,9 +101,24 @@ def split(plan: dict[str, Any], namespace: dict[str, Any], out: str, run_code: R
         os.makedirs(folder, exist_ok=True)
         numbered = list(enumerate(collection))
         for index, share in enumerate(shares):
-            values.dump_object(numbered[share], os.path.join(folder, f"chunk-{index:06d}.pkl"),
+            chosen = numbered[share] if isinstance(share, slice) else [numbered[i] for i in share]
+            values.dump_object(chosen, os.path.join(folder, f"chunk-{index:06d}.pkl"),
                                replayable, f"the items of {plan['iterables'][number]}")
     return timeline, offset
+
+
+def balanced_shares(costs: list[float], wanted: int) -> list[list[int]]:
+    """Which items each chunk runs, given each item's measured seconds, so that the chunks
+    end at about the same time: the costliest item first, each to the chunk with the least
+    work so far, then the fewest items (longest processing time first). Each chunk runs its
+    items in their order."""
+    chunks = max(1, min(len(costs), wanted))
+    loads, shares = [0.0] * chunks, [[] for _ in range(chunks)]
+    for item in sorted(range(len(costs)), key=lambda i: (-costs[i], i)):
+        lightest = min(range(chunks), key=lambda c: (loads[c], len(shares[c]), c))
+        loads[lightest] += costs[item]
+        shares[lightest].append(item)
+    return [sorted(share) for share in shares if share]
 
 
 def _shares(count: int, wanted: int) -> list[slice]:
@@ -299,13 +319,15 @@ def _comprehension_source(plan: dict[str, Any]) -> str:
 
 def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[str],
            prefix: tuple[list[Event], float], run_code: RunCode,
-           where: str = "") -> tuple[list[dict[str, Any]], float]:
+           where: str = "", item_seconds: list[float] | None = None,
+           ) -> tuple[list[dict[str, Any]], float]:
     """Put item results back in order, apply accumulations, run the rest of the cell; the
     cell's outputs, and the seconds the whole cell would take in one process (the code
     before the loop, every item, the rest of the cell), which later compilations use.
 
     The cell's outputs are laid out on one timeline, as if the items had run one after the
-    other, so streams come out as Jupyter would show them.
+    other, so streams come out as Jupyter would show them. `item_seconds` gets each item's
+    seconds, in order (a one-collection loop's), for the next run's split to balance.
     """
     records = []
     for path in result_files:
@@ -313,9 +335,12 @@ def gather(plan: dict[str, Any], namespace: dict[str, Any], result_files: list[s
     records.sort(key=lambda record: record[0])
     timeline, offset = list(prefix[0]), float(prefix[1])
     gathered = _Result(plan["result"])
-    for _, events, duration, result in records:
+    for key, events, duration, result in records:
         timeline += shifted(events, offset)
         offset += duration
+        if item_seconds is not None and len(key) == 1 and plan["method"] != \
+                "nested_crossproduct":
+            item_seconds.append(round(duration, 4))
         if result[0] == "error":
             raise LoopFailed(f"{where}:\n{result[1]}", replay(shown_once(timeline)))
         if result[0] == "locals":

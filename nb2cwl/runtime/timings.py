@@ -3,7 +3,8 @@
 `nb2cwl run` names a file in its output folder (NB2CWL_TIMINGS) and empties it as the run
 starts; every step appends one JSON line per cell it ran: the cell's id, a digest of its
 source (a cell edited since does not use it) and its seconds, as if run in one process (a
-scattered loop's cell: the code before the loop, every item, the rest of the cell). A reused
+scattered loop's cell: the code before the loop, every item, the rest of the cell; and each
+item's seconds, with which the next run's split balances its chunks). A reused
 step appends what its earlier run measured. A step on a machine that cannot reach the file
 keeps nothing; the run itself never depends on it. Nothing of this enters the outputs, which
 stay the same from run to run.
@@ -35,8 +36,11 @@ def record(spec: dict[str, Any], report: dict[str, Any]) -> None:
         cell = cells.get(entry["index"])
         if cell is not None and isinstance(entry.get("seconds"), (int, float)):
             source = cell.get("source", cell["code"])
-            lines.append(json.dumps({"cell": cell["id"], "digest": digest(source),
-                                     "seconds": round(entry["seconds"], 4)}) + "\n")
+            line = {"cell": cell["id"], "digest": digest(source),
+                    "seconds": round(entry["seconds"], 4)}
+            if entry.get("item_seconds"):  # a scattered loop's, item by item
+                line["items"] = entry["item_seconds"]
+            lines.append(json.dumps(line) + "\n")
     if not lines:
         return
     try:  # one write in append mode: steps running side by side do not mix their lines
