@@ -75,6 +75,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _verify(args)
     if args.command == "profile":
         return _profile(args)
+    if args.command == "cache":
+        from nb2cwl.backends.naming import default_output_dir
+        from nb2cwl.step_cache import cache_command
+
+        folder = args.target if os.path.isdir(args.target) else default_output_dir(args.target)
+        print("\n".join(cache_command(folder, args.older_than, args.max_size, args.clear,
+                                       args.wait)))
+        return 0
     options = CompileOptions(granularity=getattr(args, "granularity", "auto"),
                              profile=getattr(args, "profile", None),
                              python=getattr(args, "python", "python3"),
@@ -178,15 +186,22 @@ def _run(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int
     import shutil
     import tempfile
 
-    from nb2cwl.errors import RunInterrupted
+    from nb2cwl.errors import OptionError, RunInterrupted
     from nb2cwl.launch import StepServer
     from nb2cwl.run_events import RunEvents
+    from nb2cwl.step_cache import LIMIT_ENV, apply_limit, parse_size
 
     # the steps' own events tell each step's outcome (reused, failed) and where it runs, for
     # the progress shown; kept in --events FILE, or privately for this run only
     private = None if args.events else tempfile.mkdtemp(prefix="nb2cwl-events-")
     events = RunEvents(args.events or os.path.join(private, "events.jsonl"),
                        private=private is not None)
+    limit = args.cache_limit or os.environ.get(LIMIT_ENV)
+    if limit:
+        try:
+            parse_size(limit)
+        except ValueError as exc:
+            raise OptionError(f"--cache-limit: {exc}") from None
     server = StepServer()
     try:
         return _run_with(args, options, out_dir, server, events)
@@ -200,6 +215,9 @@ def _run(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int
         server.stop()
         if private is not None:
             shutil.rmtree(private, ignore_errors=True)
+        pruned = apply_limit(out_dir, limit)
+        if pruned:
+            print(f"nb2cwl: note: {pruned}", file=sys.stderr)
 
 
 def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,

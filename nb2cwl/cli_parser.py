@@ -8,7 +8,7 @@ import argparse
 from nb2cwl import __version__
 
 COMMANDS = ("compile", "run", "check", "explain", "graph", "export", "verify", "profile",
-            "calibrate")
+            "calibrate", "cache")
 
 DESCRIPTION = """\
 Compile a Jupyter notebook into a CWL v1.2 workflow that StreamFlow runs.
@@ -122,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "outputs (kept in OUTPUT/.nb2cwl-cache)")
     reuse.add_argument("--refresh", action="store_true",
                        help="run every step again, and keep the outputs for later runs")
+    run.add_argument("--cache-limit", metavar="SIZE",
+                     help="when the run ends, remove the least recently used entries of the "
+                          "step cache until it fits in SIZE (500M, 2G, or bytes); default: "
+                          "$NB2CWL_CACHE_LIMIT, else no limit (nb2cwl cache OUTPUT lists it)")
     run.add_argument("--keep-values", action="store_true",
                      help="each step also keeps the variables its cells define that no later "
                           "step reads (in OUTPUT/.nb2cwl-cache), so that they can be loaded "
@@ -333,6 +337,25 @@ def _bundle_parsers(commands: argparse._SubParsersAction) -> None:
                              "(e.g. CC-BY-4.0) or a URL, recorded in the crate")
     export.add_argument("--author", metavar="NAME", help="the author recorded in the crate")
     _step_options(export)
+    cache = commands.add_parser(
+        "cache", help="list the step cache of an output folder, or prune it",
+        description="List the step cache of an output folder (OUTPUT/.nb2cwl-cache: one entry "
+        "per step run nb2cwl run kept, reused while the step's code and inputs are unchanged), "
+        "with each entry's size and last use; or prune it. Anything in it may be deleted when "
+        "no run is going: a step whose entry is gone runs again. Pruning waits for no run: it "
+        "refuses while one is in progress in the folder (or waits, with --wait).")
+    cache.add_argument("target", metavar="OUTPUT_OR_NOTEBOOK",
+                       help="the output folder, or the notebook (its default folder, "
+                            "NOTEBOOK-wf beside it)")
+    cache.add_argument("--older-than", type=float, metavar="DAYS",
+                       help="remove the entries no run has used for DAYS days")
+    cache.add_argument("--max-size", metavar="SIZE",
+                       help="remove the least recently used entries until the cache fits in "
+                            "SIZE (500M, 2G, or bytes)")
+    cache.add_argument("--clear", action="store_true", help="remove every entry")
+    cache.add_argument("--wait", action="store_true",
+                       help="wait for a run in progress in the folder, instead of refusing")
+    cache.add_argument("--debug", action="store_true", help="show full tracebacks")
     verify = commands.add_parser(
         "verify", help="check a bundle: every file against CHECKSUMS.sha256, the steps' "
         "seal, the RO-Crate; exit status 1 on any difference")

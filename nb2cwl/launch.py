@@ -30,6 +30,7 @@ from nb2cwl.runtime.cache import ENV as CACHE_ENV
 from nb2cwl.runtime.cache import REFRESH_ENV as CACHE_REFRESH_ENV
 from nb2cwl.runtime.cache import RERUN_CELLS_ENV
 from nb2cwl.runtime.forkclient import SERVER_ENV
+from nb2cwl.step_cache import CACHE_DIR
 from nb2cwl.stopping import (
     RUN_ENV,
     RunHandle,
@@ -41,7 +42,6 @@ from nb2cwl.stopping import (
     stop_run,
 )
 
-CACHE_DIR = ".nb2cwl-cache"
 _SCHEDULED = re.compile(r"Scheduled job \S+ with job id (\S+)")
 _COMPLETED = re.compile(r"COMPLETED Step /(\S+)")
 _FAILED = re.compile(r"FAILED (?:Step|Job) /(\S+)")

@@ -128,6 +128,8 @@ def restore(key: str, out: str, cells: list[str] | None = None) -> bool:
         discarded.append(f"the kept outputs of this step were damaged ({damage}): it ran again")
         return False
     shutil.copytree(os.path.join(entry, "out"), out, dirs_exist_ok=True)
+    with contextlib.suppress(OSError):  # its last use (nb2cwl cache prunes the least recent)
+        os.utime(entry)
     report_path = os.path.join(out, "report.json")
     with open(report_path, encoding="utf-8") as handle:
         report = json.load(handle)
