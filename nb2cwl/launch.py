@@ -42,6 +42,7 @@ from nb2cwl.stopping import (
     stop_run,
 )
 
+_DISK_FULL = re.compile(r"No space left on device|database or disk is full|Disk quota exceeded")
 _SCHEDULED = re.compile(r"Scheduled job \S+ with job id (\S+)")
 _COMPLETED = re.compile(r"COMPLETED Step /(\S+)")
 _FAILED = re.compile(r"FAILED (?:Step|Job) /(\S+)")
@@ -320,6 +321,8 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                     logs[number].append(line)
                     if debug:
                         sys.stderr.write(line)
+                    if _DISK_FULL.search(line):  # StreamFlow would wait on, forever
+                        raise RunError(_disk_full(line, out_dir, results))
                     if events is not None:
                         _tell_events(events, line)
                     match = _COMPLETED.search(line) or _FAILED.search(line)
@@ -399,6 +402,20 @@ def _metadata(notebook: str) -> dict:
             return dict(json.load(handle).get("metadata", {}).get("nb2cwl", {}))
     except (OSError, ValueError, AttributeError):
         return {}
+
+
+def _disk_full(line: str, out_dir: str, results: str) -> str:
+    """The run stopped on a full disk: remove what it had half-copied into `results` (it would
+    keep the disk full), and say where, and what to do."""
+    target = re.search(r"-> '([^']+)'", line)
+    where = target.group(1) if target else out_dir
+    job = re.search(r"[Jj]ob /(\S+?)/", line)
+    what = f"step {job.group(1)}" if job else "the run's outputs"
+    shutil.rmtree(results, ignore_errors=True)
+    return (f"no space left on the device of {where} (writing {what}): stopped the run and "
+            f"removed its partial outputs ({results}); free some space (nb2cwl cache {out_dir} "
+            "--max-size SIZE prunes the step cache) and run again: the steps that finished are "
+            "reused")
 
 
 def _failure_in(notebook: str) -> str | None:
