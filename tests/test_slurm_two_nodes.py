@@ -258,3 +258,28 @@ def test_a_worker_killed_mid_training_names_its_node_and_the_next_run_reuses(
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "cell_1 reused" in again.stdout and "done" in again.stdout, again.stdout
+
+
+def test_calibrate_measures_a_job_on_the_cluster_and_compiling_uses_it(
+        cluster: TwoNodeCluster, tmp_path: Path) -> None:
+    """`nb2cwl calibrate --deployment slurm` measures what one more job costs on this cluster
+    and how many cores it has (both nodes'), and the partition pass then places boundaries
+    with those figures, not the profile's."""
+    calibration = tmp_path / "calibration.json"
+    env = dict(os.environ, NB2CWL_CALIBRATION=str(calibration))
+    profile = str(_profile(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "nb2cwl", "calibrate", "--deployment", "slurm",
+                           "--deployment-file", profile, "--repeats", "1"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    measured = json.loads(calibration.read_text())["slurm"]
+    assert measured["cores"] == 2  # one per node
+    assert 0.05 < measured["step_seconds"] < 30  # sbatch, a job's start, squeue's polling
+    assert "measured by nb2cwl calibrate" in measured["source"]
+    assert not cluster.queued_jobs()
+    notebook = write_notebook(tmp_path / "nb.ipynb", "x = 2", "y = x + 1", "print(y)")
+    text = subprocess.run([sys.executable, "-m", "nb2cwl", "explain", str(notebook),
+                           "--deployment", "slurm", "--deployment-file", profile], env=env,
+                          capture_output=True, text=True, check=True).stdout
+    assert f"one costs about {measured['step_seconds']:.2g} s" in text
+    assert "measured by nb2cwl calibrate" in text
