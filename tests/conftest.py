@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -17,6 +18,14 @@ from engines.slurm_two_nodes import slurm_two_nodes  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+
+
+def default_stop_signals() -> None:
+    """In a child the tests signal: SIGHUP and SIGINT as a terminal gives them. A suite started
+    under nohup (SIGHUP ignored) or as a background job (SIGINT ignored) would otherwise hand
+    the ignored signal down, and nb2cwl rightly keeps an ignored signal ignored."""
+    for signum in (signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def pytest_configure(config: pytest.Config) -> None:

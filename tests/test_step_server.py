@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import default_stop_signals
 
 from nb2cwl.backends.writer import RUNTIME_SOURCE
 from nb2cwl.cli import main
@@ -62,7 +63,8 @@ def workdir(tmp_path: Path) -> Path:
 def server(workdir: Path) -> Iterator[tuple[subprocess.Popen, str]]:
     socket_path = str(workdir / "server.sock")
     process = subprocess.Popen([sys.executable, "-m", "nb2cwl_runtime.forkserver", socket_path],
-                               cwd=workdir, stderr=subprocess.PIPE)
+                               cwd=workdir, stderr=subprocess.PIPE,
+                               preexec_fn=default_stop_signals)
     deadline = time.monotonic() + 20
     while not os.path.exists(socket_path):
         assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
@@ -87,7 +89,8 @@ def _start(script: Path, workdir: Path, socket_path: str, *argv: str,
     environment = dict(os.environ, NB2CWL_STEP_SERVER=socket_path, **env)
     return subprocess.Popen([sys.executable, "-S", str(script), "--runtime",
                              str(workdir / "nb2cwl_runtime"), *argv], cwd=cwd, env=environment,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_stop_signals)
 
 
 def _alive(pid: int) -> bool:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import default_stop_signals
 from deployment_cases import tuned_profile, write_notebook
 from engines.docker import DockerEngine
 from engines.slurm import SlurmCluster
@@ -82,7 +83,7 @@ def _start(notebook: Path, out: Path, *options: str,
     process = subprocess.Popen([sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o",
                                 str(out), *options], env=env, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=default_stop_signals)
     _started.append(process)
     return process
 
@@ -265,13 +266,17 @@ def test_signal_while_compiling_stops_the_started_engine(
     monkeypatch.setattr(nb2cwl.launch, "Engine", Recorded)
     monkeypatch.setattr(nb2cwl.api, "compile_to_directory", compiling)
     notebook = write_notebook(tmp_path / "nb.ipynb", "x = 1")
-    handler = signal.getsignal(sig)
-    status = main(["run", str(notebook), "-o", str(tmp_path / "wf")])
+    outer = signal.signal(sig, signal.SIG_DFL)  # as a terminal gives it (not nohup's SIG_IGN)
+    try:
+        handler = signal.getsignal(sig)
+        status = main(["run", str(notebook), "-o", str(tmp_path / "wf")])
+    finally:
+        after = signal.signal(sig, outer)
     err = capsys.readouterr().err
     assert status == 128 + sig and "while compiling" in err
     (engine,) = engines
     assert engine.process.poll() is not None, "the pre-started StreamFlow outlived the stop"
-    assert signal.getsignal(sig) == handler  # the handler is given back
+    assert after == handler  # the handler is given back
 
 
 def test_signal_while_writing_waits_until_the_workflow_is_complete(
