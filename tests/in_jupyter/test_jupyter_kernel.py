@@ -63,8 +63,12 @@ def test_magics_explain_graph_run_and_pull(tmp_path: Path) -> None:
         "%nb2cwl run",
         "%nb2cwl pull total by_region\nprint(total, by_region.to_dict())",
         "%nb2cwl pull nothing_like_this",
+        "%nb2cwl",
+        "%nb2cwl --help",
     ], env, allow_errors=True)
-    explain, graph, run, pulled, missing = done.cells[1:]
+    explain, graph, run, pulled, missing, bare, helped = done.cells[1:]
+    for cell in (bare, helped):  # how to use it, not an error
+        assert "%nb2cwl explain" in _text(cell) and "Error" not in _text(cell), _text(cell)
     assert "sales.ipynb:" in _text(explain) and "step" in _text(explain)
     assert any("image/svg+xml" in o.get("data", {}) for o in graph.outputs)
     assert "done in" in _text(run) and "executed notebook:" in _text(run)

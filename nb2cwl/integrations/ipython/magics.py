@@ -52,7 +52,11 @@ class Nb2CwlMagics(Magics):
     @line_cell_magic
     def nb2cwl(self, line: str, cell: str | None = None) -> Any:
         """Run nb2cwl on this notebook; `%nb2cwl` alone shows how."""
-        args = _parser().parse_args(shlex.split(line))
+        words = shlex.split(line)
+        if not words or words[0] in ("-h", "--help", "help"):  # how, not an error
+            print(USAGE)
+            return None
+        args = _parser().parse_args(words)
         if (cell is None) == (args.command == "step"):
             raise UsageError("%%nb2cwl step is a cell magic; the others are line magics\n"
                              + USAGE)
