@@ -7,6 +7,7 @@ import contextlib
 import gc
 import json
 import os
+import shlex
 import signal
 import sys
 import traceback
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         argv.insert(0, "compile")
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.given = argv[1:]  # as typed, after the command (for the hints that repeat them)
     if args.command is None:
         parser.print_help()
         return 2
@@ -165,8 +167,8 @@ def _compile(args: argparse.Namespace, options: CompileOptions, out_dir: str) ->
     workflow, _ = compile_to_directory(args.notebook, out_dir, options)
     _warn(workflow)
     print(f"wrote {out_dir}: {len(workflow.steps)} steps")
-    print(f"run it with: streamflow run {os.path.join(out_dir, 'streamflow.yml')}  "
-          f"(or: nb2cwl run {args.notebook}, with progress)")
+    print(f"run it with: streamflow run {shlex.quote(os.path.join(out_dir, 'streamflow.yml'))}  "
+          f"(or: nb2cwl run {shlex.join(args.given)}, with progress)")
     return 0
 
 

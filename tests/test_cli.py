@@ -267,3 +267,15 @@ def test_another_notebooks_folder_is_not_replaced_without_force(tmp_path: Path) 
     assert len(lines) == 1 and "first.ipynb" in lines[0] and "--force" in lines[0]
     assert "first" in (out / "notebook").iterdir().__next__().name  # nothing replaced
     assert compile_(second, "--force").returncode == 0
+
+
+def test_the_compile_hint_repeats_the_options_given(tmp_path: Path) -> None:
+    """"(or: nb2cwl run ...)" after a compile repeats -o, --deployment and the rest, quoted
+    for the shell, so that pasting it runs what was compiled."""
+    path = notebook(tmp_path / "nb.ipynb", ["x = 1", "print(x)"])
+    out = tmp_path / "my wf"
+    done = subprocess.run([sys.executable, "-m", "nb2cwl", str(path), "-o", str(out),
+                           "--granularity", "cell"], capture_output=True, text=True, check=True)
+    hint = done.stdout.strip().splitlines()[-1]
+    assert hint == (f"run it with: streamflow run '{out}/streamflow.yml'  (or: nb2cwl run "
+                    f"{path} -o '{out}' --granularity cell, with progress)")
