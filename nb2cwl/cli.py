@@ -226,7 +226,8 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
               server: StepServer, events: RunEvents) -> int:
     from nb2cwl.backends.naming import TIMINGS_FILE
     from nb2cwl.engine_database import repair_database
-    from nb2cwl.errors import RunInterrupted
+    from nb2cwl.engine_errors import missing_library_advice
+    from nb2cwl.errors import RunError, RunInterrupted
     from nb2cwl.launch import CACHE_DIR, Engine, may_use_kubernetes, run_workflow, take_engine
     from nb2cwl.runtime.timings import ENV as TIMINGS_ENV
     from nb2cwl.stopping import shield
@@ -270,11 +271,18 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
         return Engine(cache_dir, server, kubernetes, args.refresh, extra_env,
                       tuple(args.cells))
 
-    summary = run_workflow(workflow, out_dir, quiet=args.quiet, debug=args.debug,
-                           engine=engine, cache=not args.no_cache, configs=configs,
-                           new_engine=new_engine,
-                           at_once=_combinations_at_once(options) if sweep else 0,
-                           events=events)
+    try:
+        summary = run_workflow(workflow, out_dir, quiet=args.quiet, debug=args.debug,
+                               engine=engine, cache=not args.no_cache, configs=configs,
+                               new_engine=new_engine,
+                               at_once=_combinations_at_once(options) if sweep else 0,
+                               events=events)
+    except RunError as exc:
+        advice = None if isinstance(exc, RunInterrupted) else missing_library_advice(
+            str(exc), options.python)
+        if advice is None:
+            raise
+        raise RunError(f"{exc}\n{advice}") from None
     events.end("done", executed_notebook=summary.executed_notebook)
     print(f"finished in {summary.seconds:.1f} s: {len(workflow.steps)} steps")
     if values is not None and values.swept:

@@ -3,7 +3,10 @@ Slurm's, a missing program), not the traceback that follows it."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import sys
 
 #: A record of StreamFlow's log: its timestamp and level start a line.
 _RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ (\w+)\s+(.*)$")
@@ -63,3 +66,16 @@ def _cleaned(text: str) -> str:
         name, status, rest = deployment.groups()
         return f"deployment {name} could not start (status {status}): {rest}"
     return re.sub(r"\s+", " ", text)
+
+
+def missing_library_advice(message: str, python: str) -> str | None:
+    """For a step that failed on an import: which interpreter the local steps run with (the
+    environment nb2cwl runs in puts its own first on their PATH, see launch.Engine), and what
+    to do; None for other failures."""
+    if "ModuleNotFoundError: " not in message:
+        return None
+    path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    found = shutil.which(python, path=path) or python
+    return (f"hint: local steps run with {found} (--python; default: python3 of the "
+            "environment nb2cwl runs in); install the library there, or run nb2cwl from the "
+            "notebook's own environment, or name its Python with --python")

@@ -64,3 +64,18 @@ def test_a_docker_deployment_without_a_daemon_says_so_in_one_line(tmp_path: Path
     assert "Cannot connect to the Docker daemon" in errors[0]
     assert "start Docker (or point DOCKER_HOST at its socket)" in errors[0]
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.streamflow
+def test_a_missing_library_says_which_python_the_steps_run_with(tmp_path: Path) -> None:
+    notebook = write_notebook(tmp_path / "nb.ipynb", "x = 1",
+                              "import not_a_library_anywhere\nprint(x)")
+    done = subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(notebook), "--quiet"],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PATH=os.path.dirname(sys.executable)
+                                   + os.pathsep + os.environ["PATH"]))
+    assert done.returncode == 1
+    assert "ModuleNotFoundError: No module named 'not_a_library_anywhere'" in done.stderr
+    hint = done.stderr.strip().splitlines()[-1]
+    python = os.path.join(os.path.dirname(sys.executable), "python3")
+    assert hint.startswith(f"hint: local steps run with {python} (--python"), hint
