@@ -228,8 +228,8 @@ def test_a_worker_killed_mid_training_names_its_node_and_the_next_run_reuses(
     the step that had finished and completes."""
     cells = [DETERMINISTIC_LOOP[0], "total = sum(i * i for i in range(10**6))\nprint(total)",
              *DETERMINISTIC_LOOP[1:-1],
-             "import time\nfor epoch in range(40):\n    for xb, yb in dataset:\n"
-             "        loss = train_step(xb, yb)\n    time.sleep(0.5)\n"
+             "import time\nfor epoch in range(30):\n    for xb, yb in dataset:\n"
+             "        loss = train_step(xb, yb)\n    time.sleep(0.3)\n"
              "    print(f'epoch {epoch}: loss {float(loss):.4f}')"]
     notebook = write_notebook(tmp_path / "long.ipynb", *cells)
     command = [sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(tmp_path / "wf"),
