@@ -73,6 +73,27 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def common_settings(jobcomp: Path) -> str:
+    """The lines of slurm.conf both test clusters share (no cgroups, no accounting database)."""
+    return f"""\
+MailProg=/bin/true
+# no cgroups here: /proc based process tracking, no task confinement
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+# no slurmdbd (so no sacct): finished jobs go to a flat file, and stay in scontrol for an hour
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc={jobcomp}
+MinJobAge=3600
+SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2"""
+
+
 def _write_config(base: Path) -> SlurmCluster:
     for sub in ("etc", "state", "spool", "log", "run", "munge"):
         (base / sub).mkdir(parents=True, exist_ok=True)
@@ -104,22 +125,7 @@ SlurmctldPidFile={base}/run/slurmctld.pid
 SlurmdPidFile={base}/run/slurmd.pid
 SlurmctldLogFile={base}/log/slurmctld.log
 SlurmdLogFile={base}/log/slurmd.log
-MailProg=/bin/true
-# no cgroups here: /proc based process tracking, no task confinement
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-# no slurmdbd (so no sacct): finished jobs go to a flat file, and stay in scontrol for an hour
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/filetxt
-JobCompLoc={jobcomp}
-MinJobAge=3600
-SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=none
-ReturnToService=2
+{common_settings(jobcomp)}
 {node_line} NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """)

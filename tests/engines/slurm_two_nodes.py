@@ -33,7 +33,14 @@ from pathlib import Path
 import pytest
 
 from engines import EngineError, engine_unavailable, run, start_daemon, wait_for
-from engines.slurm import BINARIES, PACKAGES, SlurmCluster, apt_install, stop_cluster
+from engines.slurm import (
+    BINARIES,
+    PACKAGES,
+    SlurmCluster,
+    apt_install,
+    common_settings,
+    stop_cluster,
+)
 
 NODES = ("node1", "node2")
 NEEDED = ("ip", "nsenter", "unshare")
@@ -141,20 +148,7 @@ SlurmctldPidFile={base}/run/slurmctld.pid
 SlurmdPidFile={base}/run/slurmd.%n.pid
 SlurmctldLogFile={base}/log/slurmctld.log
 SlurmdLogFile={base}/log/slurmd.%n.log
-MailProg=/bin/true
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/filetxt
-JobCompLoc={jobcomp}
-MinJobAge=3600
-SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=none
-ReturnToService=2
+{common_settings(jobcomp)}
 # the declared one CPU per node, not the machine's cores
 SlurmdParameters=config_overrides
 # as most sites: a job no partition could ever run is refused at submission, not left pending
