@@ -921,11 +921,18 @@ def test_malformed_directive_raises_from_the_analysis(tmp_path):
     assert info.value.location.cell_index == 1
 
 
-def test_pip_magic_is_noted(tmp_path):
-    df = flow(tmp_path, ["%pip install numpy\nimport numpy"])
-    (note,) = diagnostics(df, "magic-skipped")
-    assert note.location.cell_index == 0
-    assert note.location.line == 1
+def test_package_installs_are_said_once_each(tmp_path):
+    """`%pip install` and `!pip install` do what they do in the kernel, where the step runs:
+    one warning each, at its line (not a second one for the files it may change)."""
+    df = flow(tmp_path, ["%pip install numpy\nimport numpy", "x = 1\n!python -m pip install x",
+                         "!uv pip install y", "!ls"])
+    installs = diagnostics(df, "installs-packages")
+    assert [(d.location.cell_index, d.location.line) for d in installs] == [(0, 1), (1, 2),
+                                                                            (2, 1)]
+    assert installs[0].message.startswith("%pip install numpy installs packages where the step "
+                                          "runs, as it does in the kernel's environment")
+    assert not diagnostics(df, "magic-skipped")
+    assert [d.location.cell_index for d in diagnostics(df, "unresolved-io")] == [3]
 
 
 # --- regressions: each of these once gave a silently wrong dataflow -----------------------

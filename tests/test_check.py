@@ -41,6 +41,24 @@ def test_an_equal_notebook_passes(tmp_path: Path, capsys) -> None:
     assert (tmp_path / "ok-wf" / "runs" / "1" / "nb2cwl-check.json").is_file()
 
 
+def test_package_installs_run_where_the_steps_run_as_in_the_kernel(tmp_path: Path) -> None:
+    """`%pip install` and `!pip install` run in the step, into its environment, as they run
+    in the kernel's: the same outputs, said once as the run starts (no network here:
+    --no-index, of a package both environments have)."""
+    path = notebook(tmp_path / "pip.ipynb", [
+        "%pip install --no-index cloudpickle", "!pip install --no-index cloudpickle",
+        "import cloudpickle\nprint(cloudpickle.__name__)"])
+    done = subprocess.run([sys.executable, "-m", "nb2cwl", "check", str(path), "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert [c["verdict"] for c in report["cells"]] == ["equal"] * 3
+    run = subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(path), "--quiet"],
+                         capture_output=True, text=True, timeout=600)
+    warned = [line for line in run.stderr.splitlines() if "[installs-packages]" in line]
+    assert len(warned) == 2 and "installs packages where the step runs" in warned[0], run.stderr
+
+
 def test_a_value_corrupted_between_steps_is_named(tmp_path: Path, capsys) -> None:
     """The rerun cache hands on a value that is not what its cell computed (corrupted on disk
     after the first run): the check names the cell that printed it and the boundary."""

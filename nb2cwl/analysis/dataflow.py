@@ -143,7 +143,9 @@ def build_dataflow(analysis: NotebookAnalysis) -> Dataflow:
             file_writer[_normal(path)] = cell.cell.index
         if fx.opaque_io:
             opaque_writers.append(cell.cell.index)
-        for line, what in [*fx.opaque_io, *fx.opaque_reads][:1]:
+        installs = {line for line, _ in fx.installs}  # said once, by their own warning
+        for line, what in [*[(line, what) for line, what in fx.opaque_io
+                             if line not in installs], *fx.opaque_reads][:1]:
             diagnostics.append(Diagnostic(
                 "unresolved-io",
                 f"{what}: the step sees every file earlier cells wrote and the files beside "

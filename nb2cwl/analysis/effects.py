@@ -63,6 +63,7 @@ class Effects:
     # (line, view, base, "array" or "mapping"): a view of an array or a dict
     views: list[tuple[int, str, str, str]] = field(default_factory=list)
     skipped_magics: list[tuple[int, str]] = field(default_factory=list)  # (line, why)
+    installs: list[tuple[int, str]] = field(default_factory=list)  # package installs: (line, what)
 
     def merge(self, other: Effects) -> None:
         """Add `other`'s effects to these."""
@@ -85,6 +86,7 @@ class Effects:
         self.reads_all.extend(other.reads_all)
         self.views.extend(other.views)
         self.skipped_magics.extend(other.skipped_magics)
+        self.installs.extend(other.installs)
 
 
 @dataclass

@@ -48,6 +48,9 @@ class MagicEffects:
         if method in ("system", "getoutput"):
             self.fx.opaque_io.append((line, "a shell command (!...) may read or write any file"))
             self._expanded(args[0] if args else None, line)
+            if isinstance(args[0] if args else None, str) and _installs(args[0]):
+                self.fx.installs.append((line, mk.INSTALLS_WHY.format(
+                    what=f"!{args[0].strip()}")))
         elif method == "run_line_magic" and args and isinstance(args[0], str):
             self._line_magic(args[0], args[1] if len(args) > 1 else "", line)
         elif method == "run_cell_magic" and args and isinstance(args[0], str):
@@ -72,6 +75,11 @@ class MagicEffects:
         elif kind == mk.SKIPPED:
             why = mk.SKIPPED_WHY.get(name, mk.SKIPPED_DEFAULT.format(name=name))
             self.fx.skipped_magics.append((line, why))
+        elif kind == mk.INSTALLS:
+            self.fx.opaque_io.append((line, f"%{name} installs packages, which may change any "
+                                            "file"))
+            self.fx.installs.append((line, mk.INSTALLS_WHY.format(
+                what=f"%{name} {text or ''}".strip())))
         elif kind != mk.DISPLAY:
             self._unknown(f"%{name}", kind, line)
 
@@ -170,3 +178,13 @@ class MagicEffects:
             for name in [tree, *tree.nodes_of_class(nodes.Name)]:
                 if isinstance(name, nodes.Name):
                     self.read(name.name)
+
+
+def _installs(command: str) -> bool:
+    """`pip install x`, `python -m pip install x`, `conda install -y x`, `uv pip install x`."""
+    words = command.split()
+    if len(words) >= 3 and words[1] == "-m" and words[0].startswith("python"):
+        words = words[2:]
+    if words[:2] == ["uv", "pip"]:
+        words = words[1:]
+    return len(words) >= 2 and words[0] in mk.INSTALLERS and words[1] == "install"

@@ -128,6 +128,9 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
         for line, why in analysis.effects.skipped_magics:
             diagnostics.append(Diagnostic("magic-skipped", why,
                                           notebook.location(analysis.cell, line or None)))
+        for line, what in analysis.effects.installs:
+            diagnostics.append(Diagnostic("installs-packages", what,
+                                          notebook.location(analysis.cell, line or None)))
     return NotebookAnalysis(notebook, results, diagnostics)
 
 
@@ -246,6 +249,7 @@ def _relative_lines(analysis: CellAnalysis, offset: int) -> None:
     fx.holds = [replace(hold, line=fix(hold.line)) for hold in fx.holds]
     fx.reads_all = [(fix(line), text) for line, text in fx.reads_all]
     fx.skipped_magics = [(fix(line), text) for line, text in fx.skipped_magics]
+    fx.installs = [(fix(line), text) for line, text in fx.installs]
     fx.views = [(fix(line), name, base, kind) for line, name, base, kind in fx.views]
 
 

@@ -24,8 +24,7 @@ from .future import compiler_flags
 
 _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE, without importing inspect
 
-_NO_OP_MAGICS = {"matplotlib", "config", "load_ext", "reload_ext", "autoreload", "aimport",
-                 "pip", "conda"}
+_NO_OP_MAGICS = {"matplotlib", "config", "load_ext", "reload_ext", "autoreload", "aimport"}
 _DISPLAY_MAGICS = {
     "html": ("text/html", "HTML"), "HTML": ("text/html", "HTML"),
     "markdown": ("text/markdown", "Markdown"), "latex": ("text/latex", "Latex"),
@@ -46,6 +45,11 @@ class StepShell:
             return None
         if name == "env":
             return self._env(line)
+        if name == "pip":  # as IPython's %pip: this interpreter's pip
+            result = subprocess.run([sys.executable, "-m", "pip", *shlex.split(line)],
+                                    capture_output=True, text=True, check=False)
+            sys.stdout.write(result.stdout + result.stderr)
+            return None
         raise RuntimeError(f"%{name} needs IPython, which is not installed where this step "
                            "runs")
 

@@ -16,7 +16,8 @@ SETTING = "setting"  # changes the shell's or a library's settings: replayed in 
 DISPLAY = "display"  # only shows something (its body is not code)
 READS_ALL = "reads-all"  # looks at every variable (%who)
 NAMESPACE = "namespace"  # may read or bind any variable (%run, %store -r, %reset)
-SKIPPED = "skipped"  # not run in a workflow step (installs packages, opens a live view)
+SKIPPED = "skipped"  # not run in a workflow step (opens a live view)
+INSTALLS = "installs"  # installs packages into the environment it runs in (%pip install)
 WRITEFILE = "writefile"  # writes its body to the file the line names
 
 SHELL_SETTINGS = StateKind("IPython's settings (%config, %precision, extensions)", "")
@@ -40,7 +41,8 @@ LINE_MAGICS: dict[str, str] = {
     **dict.fromkeys(("run", "load", "loadpy", "reset", "reset_selective", "store", "macro",
                      "recall", "rerun", "pylab", "edit", "save", "logstart", "logon",
                      "logoff", "logstop", "xdel", "sql", "R", "Rpush", "Rpull"), NAMESPACE),
-    **dict.fromkeys(("pip", "conda", "mamba", "micromamba", "uv", "tensorboard"), SKIPPED),
+    **dict.fromkeys(("pip", "conda", "mamba", "micromamba", "uv"), INSTALLS),
+    "tensorboard": SKIPPED,
 }
 CELL_MAGICS: dict[str, str] = {
     **dict.fromkeys(("time", "timeit", "prun", "capture", "debug"), CODE),
@@ -63,8 +65,14 @@ SKIPPED_WHY = {
     "tensorboard": "%tensorboard opens a live TensorBoard view for a person; a workflow step "
                    "does not start one (run `tensorboard --logdir ...` on the logs instead)",
 }
-SKIPPED_DEFAULT = ("%{name} installs packages into the running kernel; a step does not: "
-                   "install packages in the step's environment (image or virtual environment)")
+SKIPPED_DEFAULT = "%{name} does not run in a workflow step"
+#: Programs that install packages, as a shell line runs them (`!pip install x`).
+INSTALLERS = frozenset({"pip", "pip3", "conda", "mamba", "micromamba", "uv"})
+#: What a package install does in a step: what it does in the kernel, where the step runs.
+INSTALLS_WHY = ("{what} installs packages where the step runs, as it does in the kernel's "
+                "environment: locally into the Python the steps run with (the environment "
+                "nb2cwl runs in, or --python), on Docker, Slurm or Kubernetes into the image's "
+                "or the node's; a step with it is never reused from an earlier run")
 #: History a kernel keeps of inputs and results: reading it depends on everything before.
 HISTORY_NAMES = frozenset({"In", "Out", "_ih", "_oh", "_dh", "_i", "_ii", "_iii"})
 #: The last results a kernel keeps: `_`, `__`, `___` (a cell reading them takes them from the
