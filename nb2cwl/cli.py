@@ -126,7 +126,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from nb2cwl.backends.explain import explain_data, explain_text
 
         workflow = compile_notebook(args.notebook, options)
-        plan = plan_deployments(workflow, options)
+        try:  # where steps run, when the deployments can be resolved here (the run checks)
+            plan = plan_deployments(workflow, options)
+        except Nb2CwlError:
+            plan = None
         if args.json:
             print(json.dumps(explain_data(workflow, plan), indent=1))
         else:

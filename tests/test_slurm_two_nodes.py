@@ -56,8 +56,9 @@ def test_srun_runs_one_task_per_node_in_separate_networks(cluster: TwoNodeCluste
 
 
 SCATTER = [
-    "import os\nimport numpy as np\nseeds = list(range(8))",
+    "import os, time\nimport numpy as np\nseeds = list(range(8))",
     "def simulate(seed):\n"
+    "    time.sleep(0.5)  # the two chunks' jobs overlap, so one cannot wait for the other\n"
     "    rng = np.random.default_rng(seed)\n"
     "    walks = rng.normal(size=(40, 20_000)).cumsum(axis=1)\n"
     "    return round(float(walks.max(axis=1).mean()), 6)",
