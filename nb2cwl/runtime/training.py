@@ -66,8 +66,8 @@ class Training(TrainingRecord):
         self.plan = plan
         self.workers = worker_count()
         self.legacy = self.workers > 1 and plan["kind"] == "keras_fit"
-        if self.legacy:
-            _use_legacy_keras()
+        if self.legacy:  # `keras` is tf-keras already (prepare_keras, before the replays)
+            _same_keras_home()
         import tensorflow as tf
 
         self.tf = tf
@@ -312,15 +312,6 @@ class _KerasIsTfKeras(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module: Any) -> None:
         """tf-keras' module is already executed."""
-
-
-def _use_legacy_keras() -> None:
-    """The strategy is chosen: tf-keras is what `keras` names (see prepare_keras)."""
-    prepare_keras({"kind": "keras_fit"})
-    import keras  # tf-keras, through _KerasIsTfKeras
-
-    sys.modules["keras"] = keras
-    _same_keras_home()
 
 
 def _same_keras_home() -> None:

@@ -107,7 +107,6 @@ class TrainingRecord:
             handle.write(log)
         return folder
 
-
     def _save_models(self, namespace: dict[str, Any],
                      folder: str) -> tuple[list[str], dict[str, str]]:
         """Save the step's models as `NAME.keras` in `folder`: (saved files, problems)."""
