@@ -360,6 +360,8 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     seconds = time.monotonic() - start
     for number, status in sorted(statuses.items()):
         if status != 0:
+            for started in engines:
+                started.stop()  # a failed run leaves no job, container or process behind
             raise RunError(_failure(logs[number], status))
     notebooks = sorted(str(p) for p in Path(results).glob(f"*{EXECUTED_SUFFIX}"))
     notebook = os.path.join(results, executed_name(workflow))
