@@ -12,8 +12,9 @@ export PATH="$PWD/.venv/bin:$PATH"   # steps run `python3` from PATH: use this e
 ruff check nb2cwl tests benchmarks
 status=0
 # both cores: the tests that use the Slurm cluster or the Docker engine share one worker (the
-# engines start once), and a notebook's fidelity tests share one kernel run (conftest.py)
-python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup "$@" || status=$?
+# engines start once), and a notebook's fidelity tests share one kernel run (conftest.py);
+# the 25 slowest are listed at the end, to keep the whole run well under CI's 40 minutes
+python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup --durations=25 "$@" || status=$?
 if [ "$status" -eq 5 ]; then
     echo "no tests were collected" >&2
     exit 1
