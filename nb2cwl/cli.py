@@ -227,6 +227,7 @@ def _run(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int
 
 def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
               server: StepServer, events: RunEvents) -> int:
+    from nb2cwl.analysis.preload import notebook_preload
     from nb2cwl.backends.naming import TIMINGS_FILE
     from nb2cwl.engine_database import repair_database
     from nb2cwl.engine_errors import missing_library_advice
@@ -243,9 +244,13 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
         kubernetes = may_use_kubernetes(
             [options.deployment, *(name for _, name in options.targets)],
             [options.deployment_file, options.content or args.notebook])
+        beside = os.path.dirname(os.path.abspath(args.notebook))
         with shield():  # StreamFlow starts up while the notebook compiles (or waits warm)
             engine = take_engine(cache_dir, server, kubernetes, args.refresh, extra_env,
                                  tuple(args.cells))
+            # and the step server, importing the notebook's opening libraries meanwhile
+            server.start(options.python, engine.env,
+                         notebook_preload(args.notebook, options.content), beside)
         from nb2cwl.api import compile_to_directory
 
         workflow, _ = compile_to_directory(args.notebook, out_dir, options)
@@ -255,8 +260,7 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
             print(f"nb2cwl: note: {repaired}", file=sys.stderr)
         configs, values = _run_config(args, workflow, out_dir)
         with shield():
-            server.start(out_dir, options.python, engine.env, workflow.preload,
-                         os.path.dirname(os.path.abspath(args.notebook)))
+            server.preloading(workflow.preload)
         _warn(workflow)
         if not args.quiet:
             print(f"compiled {workflow.notebook_name}: {len(workflow.steps)} steps in {out_dir}")

@@ -196,24 +196,41 @@ def test_without_a_server_or_with_another_runtime_the_step_runs_in_place(
     assert gone.returncode == 0 and "ran-in-place" in out, err
     other = tmp_path_factory.mktemp("other")
     shutil.copytree(workdir / "nb2cwl_runtime", other / "nb2cwl_runtime")
+    with open(other / "nb2cwl_runtime" / "step.py", "a") as handle:
+        handle.write("# another version\n")
     elsewhere = _script(other, "print('ran')\nreturn 0")
     declined = _start(elsewhere, other, socket_path)
     out, err = declined.communicate(timeout=30)
     assert declined.returncode == 0 and "ran-in-place" in out, err
 
 
-def _forkservers(under: Path) -> set[int]:
-    """The step servers working in `under` (a run's output folder: not other tests' runs)."""
+def test_a_copy_of_the_servers_runtime_elsewhere_is_served(
+        server, workdir: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The server of `nb2cwl run` starts from its own copy of the runtime, before the workflow
+    (and its copy) is written: a step of a copy with the same files is served."""
+    _, socket_path = server
+    other = tmp_path_factory.mktemp("copy")
+    shutil.copytree(workdir / "nb2cwl_runtime", other / "nb2cwl_runtime")
+    elsewhere = _script(other, "print('ran')\nreturn 0")
+    served = _start(elsewhere, other, socket_path)
+    out, err = served.communicate(timeout=30)
+    assert served.returncode == 0 and out == "ran\n", (out, err)
+
+
+def _forkservers() -> set[int]:
+    """The step servers this process started (an in-process `nb2cwl run`: not other tests')."""
     found = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                    if b"nb2cwl_runtime.forkserver" in handle.read() and os.readlink(
-                            f"/proc/{entry}/cwd").startswith(str(under)):
-                        found.add(int(entry))
-            except OSError:
+                    command = handle.read()
+                with open(f"/proc/{entry}/stat") as handle:
+                    parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
                 continue
+            if b"nb2cwl_runtime.forkserver" in command and parent == os.getpid():
+                found.add(int(entry))
     return found
 
 
@@ -229,7 +246,7 @@ def test_nb2cwl_run_starts_local_steps_from_its_server_and_stops_it(tmp_path: Pa
                                  "language": "python"}
     path = tmp_path / "served.ipynb"
     nbformat.write(nb, path)
-    before = _forkservers(tmp_path)
+    before = _forkservers()
     old = os.environ["PATH"]
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + old
     try:
@@ -241,7 +258,7 @@ def test_nb2cwl_run_starts_local_steps_from_its_server_and_stops_it(tmp_path: Pa
     # a child of the server: forked from an interpreter that imported site (a step process
     # of its own starts with -S and imports site only when it runs the step itself)
     assert executed.cells[1].outputs[0]["text"] == "42 True 0\n"
-    assert _forkservers(tmp_path) <= before  # gone with the run
+    assert _forkservers() <= before  # gone with the run
     tool = (tmp_path / "wf" / "tools" / "cell_1.cwl").read_text()
     assert '"-S"' in tool
 

@@ -18,6 +18,20 @@ from collections.abc import Iterable
 from nb2cwl.analysis import knowledge as kb
 
 
+def notebook_preload(path: str, content: str | None = None) -> tuple[str, ...]:
+    """`preloadable` for the notebook at `path` (`content`: its editor's copy), read with the
+    front end alone: what a step server may import while the notebook compiles. () when the
+    notebook cannot be read (compiling says why)."""
+    from nb2cwl.errors import Nb2CwlError
+    from nb2cwl.frontend.reader import read_notebook
+
+    try:
+        notebook = read_notebook(path, content)
+    except Nb2CwlError:
+        return ()
+    return preloadable(cell.code for cell in notebook.cells if cell.is_code)
+
+
 def preloadable(codes: Iterable[str]) -> tuple[str, ...]:
     """The libraries, in the notebook's import order, from the code cells' Python code (magics
     already turned into calls)."""

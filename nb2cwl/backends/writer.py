@@ -17,13 +17,16 @@ from nb2cwl.backends.deployments import DeploymentPlan
 from nb2cwl.backends.job import job_document
 from nb2cwl.backends.naming import MANIFEST, RUN_LOCK, notebook_file_name
 from nb2cwl.backends.recovery import recovery_settings
-from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE, assemble_script, step_script
+from nb2cwl.backends.step_scripts import (
+    RUNTIME_PACKAGE,
+    RUNTIME_SOURCE,
+    assemble_script,
+    step_script,
+)
 from nb2cwl.backends.streamflow import streamflow_config
 from nb2cwl.errors import OutputExistsError
 from nb2cwl.frontend.reader import is_script, read_document
 from nb2cwl.ir.model import Workflow
-
-RUNTIME_SOURCE = Path(__file__).resolve().parent.parent / "runtime"
 
 
 def prepare_output_dir(out_dir: str, force: bool, notebook: str | None = None) -> None:

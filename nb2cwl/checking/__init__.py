@@ -92,7 +92,7 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
         open(timings, "w").close()  # this run's, for the next compilation (nb2cwl run's too)
         engine = Engine(os.path.join(out_dir, CACHE_DIR), server,
                         extra_env={TIMINGS_ENV: timings})
-        server.start(out_dir, options.python, engine.env, workflow.preload,
+        server.start(options.python, engine.env, workflow.preload,
                      os.path.dirname(os.path.abspath(path)))
         summary = run_workflow(workflow, out_dir, quiet=True, engine=engine)
         results = summary.results_dir

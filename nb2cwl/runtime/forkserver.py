@@ -192,7 +192,7 @@ def _acceptable(request: dict[str, Any], runtime: str, preload: tuple[str, ...] 
     if "?" in preload:
         return False
     try:
-        same_runtime = os.path.realpath(request["runtime"]) == runtime
+        same_runtime = _same_runtime(os.path.realpath(request["runtime"]), runtime)
         same_python = os.path.realpath(request["python"]) == os.path.realpath(sys.executable)
         # a forked child keeps the server's string hashing: only steps asking for the same
         same_hashing = request["env"].get("PYTHONHASHSEED") == os.environ.get("PYTHONHASHSEED")
@@ -208,6 +208,32 @@ def _acceptable(request: dict[str, Any], runtime: str, preload: tuple[str, ...] 
     except (KeyError, TypeError, AttributeError):
         return False
     return same_runtime and same_python and same_hashing and same_libraries
+
+
+_COMPARED: dict[str, bool] = {}
+
+
+def _same_runtime(theirs: str, mine: str) -> bool:
+    """The step's runtime is this server's, or a copy of it: the same Python files, byte for
+    byte (the workflow's copy, when the server started from its own while it compiled)."""
+    if theirs == mine:
+        return True
+    if theirs not in _COMPARED:  # one workflow's copy: compared once
+        ours, others = _sources(mine), _sources(theirs)
+        _COMPARED[theirs] = ours is not None and ours == others
+    return _COMPARED[theirs]
+
+
+def _sources(folder: str) -> dict[str, bytes] | None:
+    try:
+        names = sorted(name for name in os.listdir(folder) if name.endswith(".py"))
+        contents = {}
+        for name in names:
+            with open(os.path.join(folder, name), "rb") as handle:
+                contents[name] = handle.read()
+        return contents
+    except OSError:
+        return None
 
 
 def _close(conn: socket.socket, fds: list[int]) -> None:
