@@ -16,12 +16,13 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 from conftest import NOTEBOOKS
 from deployment_cases import tuned_profile, write_notebook
 from engines.slurm_two_nodes import TwoNodeCluster
-from equivalence import run_with_nbclient, run_with_workflow
+from equivalence import per_cell, run_with_nbclient, run_with_workflow
 from test_training import DETERMINISTIC_LOOP, HAS_TF, _weights
 
 pytestmark = [pytest.mark.slurm, pytest.mark.streamflow]
@@ -115,6 +116,40 @@ def test_training_runs_one_worker_per_node(cluster: TwoNodeCluster, tmp_path: Pa
                                  _weights(run / "model.keras"), strict=True):
         assert np.allclose(a, b, atol=1e-5), name
     assert not cluster.queued_jobs()
+
+
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_a_plain_streamflow_run_trains_across_the_nodes(cluster: TwoNodeCluster,
+                                                        tmp_path: Path) -> None:
+    """The compiled workflow run by `streamflow run` itself (no `nb2cwl run` around it): the
+    training step is still one job on both nodes with one worker each, and prints what two
+    replicas in one process print; the trained model comes back as a workflow output."""
+    notebook = write_notebook(tmp_path / "loop.ipynb", *DETERMINISTIC_LOOP)
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    compiled = subprocess.run(
+        [sys.executable, "-m", "nb2cwl", str(notebook), "-o", str(tmp_path / "wf"),
+         "--deployment", "slurm", "--resources", "@train=nodes=2",
+         "--deployment-file", str(_profile(tmp_path))],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert compiled.returncode == 0, compiled.stderr
+    before = set(cluster.completed_jobs())
+    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "streamflow"), "run",
+                           "--outdir", str(tmp_path / "out"), str(tmp_path / "wf" /
+                                                                  "streamflow.yml")],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (run,) = (tmp_path / "out").glob("training-*")
+    assert json.loads((run / "metrics.json").read_text())["workers"] == 2
+    spanning = [j for j in _new_jobs(cluster, before) if j["NodeList"] == "node[1-2]"]
+    assert len(spanning) == 1, _new_jobs(cluster, before)
+    devices, one_process = _devices_run(notebook, tmp_path)
+    executed = nbformat.read(next((tmp_path / "out").glob("*.executed.ipynb")), as_version=4)
+    assert per_cell(executed) == devices
+    (reference,) = one_process.glob("training-*")
+    for (name, a), (_, b) in zip(_weights(reference / "model.keras"),
+                                 _weights(run / "model.keras"), strict=True):
+        assert np.allclose(a, b, atol=1e-5), name
+    _until_gone(cluster)
 
 
 KERAS_FIT = [
