@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import sys
 import time
 from typing import Any
@@ -87,10 +88,26 @@ def _install_streams() -> None:
         _installed = True
 
 
+_hidden: list[re.Pattern[str]] = []
+
+
+def hide_descriptor_lines(pattern: re.Pattern[str]) -> None:
+    """From now on, drop the lines C code writes to the step's stdout or stderr that match
+    `pattern`: a library's own log lines about how the step runs the cell (several training
+    workers), which the kernel's run of the same cell does not cause."""
+    if pattern not in _hidden:
+        _hidden.append(pattern)
+
+
 def _from_descriptor(name: str, text: str) -> None:
     """Text a subprocess or C code wrote to the step's stdout or stderr."""
     target = _current
-    if target is not None:
+    if target is None:
+        return
+    if _hidden:
+        text = "".join(line for line in text.splitlines(keepends=True)
+                       if not any(p.search(line) for p in _hidden))
+    if text:
         target.stream(name, text)
 
 

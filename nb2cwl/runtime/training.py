@@ -68,6 +68,9 @@ class Training(TrainingRecord):
         self.legacy = self.workers > 1 and plan["kind"] == "keras_fit"
         if self.legacy:  # `keras` is tf-keras already (prepare_keras, before the replays)
             _same_keras_home()
+            from .capture import hide_descriptor_lines
+
+            hide_descriptor_lines(_TF_KERAS_NATIVE_LOGS)
         import tensorflow as tf
 
         self.tf = tf
@@ -349,5 +352,10 @@ def _quiet_strategy(record: logging.LogRecord) -> bool:
     return _STRATEGY_CODE.search(record.getMessage()) is None
 
 
+#: TensorFlow's C++ log lines when tf-keras' fit feeds NumPy arrays to several workers (a
+#: generator data set): Keras 3 in the kernel does not make one, and so shows neither.
+_TF_KERAS_NATIVE_LOGS = re.compile(
+    r"^[IWEF]\d{4} [\d:.]+\s+\d+ (?:generator_dataset_op\.cc:\d+\] Memory patch applied|"
+    r"dataset\.cc:\d+\] Input of GeneratorDatasetOp::Dataset will not be optimized)")
 _STRATEGY_CODE = re.compile(r"\b(?:CollectiveAllReduce|MirroredStrategy|"
                             r"MultiWorkerMirroredStrategy|_batch_all_gather|cross_device_ops)\b")
