@@ -627,3 +627,34 @@ def test_each_value_of_the_per_batch_code_has_a_kind(expression: str, kind: str)
     statement = unit.tree.body[-1]
     assert isinstance(statement, ast.Assign)
     assert analysis.expr(statement.value, scope) == kind
+
+
+@needs_tf
+@pytest.mark.streamflow
+def test_a_keras_error_on_several_workers_names_the_notebooks_line(tmp_path: Path) -> None:
+    """A fit that fails inside Keras (tf-keras, as several workers need): the error line
+    names the notebook's cell and the line of the fit, and shows that line, not Keras' own
+    `raise`; Keras' message follows."""
+    cells = ["import numpy as np\nimport keras",
+             "x = np.zeros((64, 5), dtype='float32')\ny = np.zeros(64, dtype='int64')",
+             "model = keras.Sequential([keras.Input((7,)), keras.layers.Dense(3)])\n"
+             "model.compile(optimizer='sgd',\n"
+             "              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))",
+             "print('fitting')\nhistory = model.fit(x, y, batch_size=16, epochs=1, verbose=0)"]
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(code) for code in cells]
+    path = tmp_path / "shapes.ipynb"
+    nbformat.write(notebook, str(path))
+    env = dict(os.environ, NB2CWL_LOCAL_WORKERS="2", NB2CWL_RENDEZVOUS_TIMEOUT="60")
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    done = subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(path), "-o",
+                           str(tmp_path / "wf")], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("nb2cwl: error:"))
+    assert lines[first].startswith("nb2cwl: error: step ") and lines[first].endswith(
+        "failed at shapes.ipynb, cell 3 (id " + notebook.cells[3].id + "), line 2:"), lines[first]
+    assert lines[first + 1].strip() == "history = model.fit(x, y, batch_size=16, epochs=1, " \
+                                       "verbose=0)"
+    assert lines[first + 2].startswith("ValueError"), lines[first + 2]
