@@ -155,6 +155,10 @@ def main() -> int:
     start = first - asked
     print(f"first step running {start:.2f} s after the click (target <= 0.5) "
           f"{'pass' if start <= 0.5 else 'FAIL'}")
+    print("the run's timeline, seconds after the click:")
+    for e in events:
+        if e.get("kind") in ("step", "run") and e.get("status") != "queued":
+            print(f"  {e['time'] - asked:6.2f}  {e.get('step', 'run')} {e.get('status')}")
     shutil.rmtree(home, ignore_errors=True)
     return 0 if status == "done" and ratio <= 0.65 else 1
 

@@ -15,9 +15,12 @@ time), then waits for its command line on stdin and runs it. Besides, it
   for every input and output of the step, and StreamFlow's translation once more (a third of
   a second of a two-step workflow's start, on the path to its first step);
 - reads the CWL documents nb2cwl writes (JSON, which is YAML too) with Python's JSON parser:
-  cwl-utils' round-trip YAML parser, pure Python, takes a tenth of a second for each of them.
+  cwl-utils' round-trip YAML parser, pure Python, takes a tenth of a second for each of them;
+- counts a Slurm job as ended once its batch script has: StreamFlow waits while the job is
+  COMPLETING too, and a job with a lost node stays so until Slurm declares the node down
+  (SlurmdTimeout: minutes), though the step failed and said why long before.
 
-The hooks patch two methods of StreamFlow 0.2.0rc3 (the pinned version); should they be missing,
+The hooks patch methods of StreamFlow 0.2.0rc3 (the pinned version); should they be missing,
 the run goes on untagged and a stop finds the Slurm jobs by the ids in StreamFlow's log only.
 """
 
@@ -56,6 +59,7 @@ def serve() -> None:
     from streamflow.main import run  # the slow part, overlapping with compiling
 
     _tag(os.environ.get(RUN_ENV, ""))
+    _end_jobs_with_their_scripts()
     _read_each_tool_once()
     _read_json_as_json()
     line = sys.stdin.readline()
@@ -138,6 +142,28 @@ def _tag(token: str) -> None:
 
     DockerConnector.__init__ = labelled  # type: ignore[method-assign]
     QueueManagerConnector.run = commented  # type: ignore[method-assign]
+
+
+def _end_jobs_with_their_scripts() -> None:
+    try:
+        from streamflow.deployment.connector.queue_manager import SlurmConnector
+    except ImportError:
+        return
+    running = SlurmConnector._get_running_jobs
+
+    @functools.wraps(running)
+    async def still_running(self: Any, location: Any) -> Any:
+        jobs = await running(self, location)
+        if not jobs:
+            return jobs
+        # the batch script has ended, and with it the step; Slurm is tidying the nodes up
+        stdout, _ = await super(SlurmConnector, self).run(
+            location=location, command=["squeue", "-h", "-j", ",".join(jobs), "-t",
+                                        "COMPLETING", "-O", "JOBID"], capture_output=True)
+        completing = {line.strip() for line in str(stdout).splitlines()}
+        return [job for job in jobs if job not in completing]
+
+    SlurmConnector._get_running_jobs = still_running  # type: ignore[method-assign]
 
 
 def _read_each_tool_once() -> None:

@@ -7,10 +7,12 @@ steps themselves (SLURMD_NODENAME, the node's address) and from Slurm's job comp
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -21,7 +23,7 @@ import numpy as np
 import pytest
 from conftest import NOTEBOOKS
 from deployment_cases import tuned_profile, write_notebook
-from engines.slurm_two_nodes import TwoNodeCluster
+from engines.slurm_two_nodes import NODES, TwoNodeCluster, start_node, wait_idle
 from equivalence import per_cell, run_with_nbclient, run_with_workflow
 from test_training import DETERMINISTIC_LOOP, HAS_TF, _weights
 
@@ -330,3 +332,89 @@ def test_calibrate_measures_a_job_on_the_cluster_and_compiling_uses_it(
                           capture_output=True, text=True, check=True).stdout
     assert f"one costs about {measured['step_seconds']:.2g} s" in text
     assert "measured by nb2cwl calibrate" in text
+
+
+def _processes_on(cluster: TwoNodeCluster, node: str) -> list[int]:
+    """Every process in `node`'s network namespace: its slurmd, slurmstepd and tasks."""
+    inode = os.stat(f"/run/netns/{cluster.namespace(node)}").st_ino
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "ns" / "net") == f"net:[{inode}]":
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _training_on(cluster: TwoNodeCluster, node: str, timeout: float) -> None:
+    """Wait until the training worker on `node` listens on its port (port_base: 20000 + job
+    id mod 10000 * 4): TensorFlow is imported and the workers have met."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for job in cluster.queued_jobs():
+            port = 20000 + int(job) % 10000 * 4
+            with contextlib.suppress(OSError), socket.create_connection(
+                    (cluster.address(node), port), timeout=2):
+                return
+        time.sleep(0.3)
+    raise AssertionError(f"no training worker listened on {node}")
+
+
+def _node_back(cluster: TwoNodeCluster, node: str) -> None:
+    """Start `node`'s slurmd again (its old one gone) and wait until Slurm has it idle."""
+    index = 2 + NODES.index(node)  # munged, slurmctld, then one slurmd per node
+    if cluster.daemons[index].poll() is None:
+        return
+    cluster.daemons[index] = start_node(cluster, node)
+    subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"], env=cluster.env,
+                   capture_output=True, check=False)
+    wait_idle(cluster, 120)
+
+
+@pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
+def test_a_node_lost_mid_training_is_named_and_the_next_run_reuses(
+        cluster: TwoNodeCluster, tmp_path: Path) -> None:
+    """node2 lost mid-training (its slurmd, slurmstepd and worker all killed, as when a
+    machine goes down): the run fails within a minute with one line naming the step and
+    node2; once node2 is back, no job or worker is left and the next run reuses the step that
+    had finished and completes."""
+    cells = [DETERMINISTIC_LOOP[0], "total = sum(i * i for i in range(10**6))\nprint(total)",
+             *DETERMINISTIC_LOOP[1:-1],
+             "import time\nfor epoch in range(30):\n    for xb, yb in dataset:\n"
+             "        loss = train_step(xb, yb)\n    time.sleep(0.3)\n"
+             "    print(f'epoch {epoch}: loss {float(loss):.4f}')"]
+    notebook = write_notebook(tmp_path / "lost.ipynb", *cells)
+    command = [sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(tmp_path / "wf"),
+               "--deployment", "slurm", "--resources", "@train=nodes=2", "--granularity",
+               "cell", "--deployment-file", str(_profile(tmp_path))]
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+               NB2CWL_RENDEZVOUS_TIMEOUT="60")
+    run = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    try:
+        _training_on(cluster, "node2", 180)
+        time.sleep(2)
+        for pid in _processes_on(cluster, "node2"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        lost = time.monotonic()
+        _, err = run.communicate(timeout=180)
+    finally:
+        if run.poll() is None:
+            run.kill()
+        _node_back(cluster, "node2")
+    assert run.returncode == 1
+    assert time.monotonic() - lost < 60
+    errors = [line for line in err.splitlines() if line.startswith("nb2cwl: error:")]
+    assert len(errors) == 1 and errors[0].endswith(
+        "failed at lost.ipynb, cell 5: training worker 1 on node2: the node stopped answering "
+        "(neither its slurmd nor the worker for 15 s: the machine is down or cut off); the "
+        "other workers were stopped"), err
+    assert "Traceback" not in err
+    _until_gone(cluster, 60)
+    assert not _workers(cluster)
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "cell_1 reused" in again.stdout and "done" in again.stdout, again.stdout

@@ -23,6 +23,8 @@ import threading
 import time
 from typing import Any
 
+from .node_watch import NodeWatch, grace, job_nodes
+
 WORKER_FLAG = "NB2CWL_WORKER"
 
 
@@ -40,9 +42,11 @@ def launch_workers(argv: list[str]) -> int | None:
         srun = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, errors="replace")
         reader = threading.Thread(target=_read_srun_errors, args=(srun.stderr,), daemon=True)
         reader.start()
+        watch = NodeWatch(job_nodes(_job_workers()), grace()).start()
         try:
-            return _wait_all([srun], lambda index, code: _srun_cause(reader, code))
+            return _wait_all([srun], lambda index, code: _srun_cause(reader, code), watch)
         finally:
+            watch.stop()
             reader.join(timeout=5)
     local = int(os.environ.get("NB2CWL_LOCAL_WORKERS", "1") or 1)
     if local > 1:
@@ -100,12 +104,19 @@ def _local_cause(index: int, code: int) -> str:
     return f"training worker {index} on this machine: {how}"
 
 
-def _wait_all(processes: list[subprocess.Popen], cause: Any = _local_cause) -> int:
-    """Wait for every worker; when one fails, kill the rest (they would wait for it), and
-    say which failed, where and how (`failure`)."""
+def _wait_all(processes: list[subprocess.Popen], cause: Any = _local_cause,
+              watch: NodeWatch | None = None) -> int:
+    """Wait for every worker; when one fails, or its node is lost (`watch`), kill the rest
+    (they would wait for it), and say which failed, where and how (`failure`)."""
     global failure
     try:
         while True:
+            if watch is not None and watch.lost is not None:
+                for process in processes:
+                    process.kill()  # srun: Slurm ends the tasks left as the job ends
+                failure = f"{watch.cause()}; the other workers were stopped"
+                sys.stderr.write(f"nb2cwl: {failure}\n")
+                return 1
             codes = [p.poll() for p in processes]
             failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
             if failed:
@@ -184,6 +195,23 @@ def slurm_tf_config() -> dict[str, Any]:
                for local in range(count)]
     return {"cluster": {"worker": workers},
             "task": {"type": "worker", "index": int(os.environ["SLURM_PROCID"])}}
+
+
+def _job_workers() -> dict[str, list[tuple[int, int]]]:
+    """The (task index, port) of every worker of the job's step, by node, as each worker will
+    compute its own (slurm_tf_config)."""
+    try:
+        hosts = subprocess.run(["scontrol", "show", "hostnames",
+                                os.environ.get("SLURM_JOB_NODELIST", "")], capture_output=True,
+                               text=True, timeout=30).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    per_node = _tasks_per_node(os.environ.get("SLURM_TASKS_PER_NODE", "1"), len(hosts))
+    base, task, workers = port_base(), 0, {}
+    for host, count in zip(hosts, per_node, strict=True):
+        workers[host] = [(task + local, base + local) for local in range(count)]
+        task += count
+    return workers
 
 
 def _tasks_per_node(text: str, nodes: int) -> list[int]:
