@@ -379,12 +379,21 @@ def _export(args: argparse.Namespace, options: CompileOptions) -> int:
     return 0
 
 
+_SHOWN_PROBLEMS = 20  # problems listed one by one; the rest are counted
+
+
 def _verify(args: argparse.Namespace) -> int:
     from nb2cwl.verify import verify_bundle
 
     report = verify_bundle(args.bundle, outputs=args.outputs, digest=args.digest)
-    for problem in report.problems:
+    for problem in report.problems[:_SHOWN_PROBLEMS]:
         print(f"nb2cwl: verify: {problem}", file=sys.stderr)
+    if len(report.problems) > _SHOWN_PROBLEMS:
+        print(f"nb2cwl: verify: ... and {len(report.problems) - _SHOWN_PROBLEMS} more",
+              file=sys.stderr)
+    if report.added:
+        print(f"nb2cwl: verify: note: added beside the bundle's files, not part of it and not "
+              f"read by it: {report.added_summary()}", file=sys.stderr)
     if not report.ok:
         print(f"nb2cwl: error: {args.bundle} failed verification: {len(report.problems)} "
               "problem(s); do not run it", file=sys.stderr)

@@ -36,11 +36,24 @@ class VerifyReport:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     outputs_checked: int = 0
+    #: files added beside the bundle's own (a .venv, a results folder): nothing reads them
+    added: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         """True when nothing differs."""
         return not self.problems
+
+    def added_summary(self) -> str:
+        """The added files by top-level entry: `.venv/ (22357 files), notes.txt`."""
+        counts: dict[str, int] = {}
+        for rel in self.added:
+            top, sep, _ = rel.partition("/")
+            key = top + sep
+            counts[key] = counts.get(key, 0) + 1
+        return ", ".join(k if not k.endswith("/") else
+                         f"{k} ({n} file{'s' if n != 1 else ''})" for k, n in sorted(
+                             counts.items()))
 
 
 def verify_bundle(path: str, outputs: str | None = None, digest: str | None = None
@@ -93,9 +106,13 @@ def _verify_dir(root: Path, outputs: str | None, digest: str | None) -> VerifyRe
         inside = os.path.relpath(os.path.abspath(outputs), root.resolve())
         if not inside.startswith(".."):
             skip = (*skip, inside.replace(os.sep, "/").rstrip("/") + "/")
+    own = {rel.split("/")[0] for rel in sums} | {SUMS}  # the bundle's files and folders
     for rel in list_files(str(root)):
         if rel != SUMS and rel not in sums and not rel.startswith(skip):
-            report.problems.append(f"{rel}: unexpected file (not in {SUMS})")
+            if rel.split("/")[0] in own:  # inside the bundle's own folders: steps may read it
+                report.problems.append(f"{rel}: added inside the bundle (not in {SUMS})")
+            else:
+                report.added.append(rel)
     if report.problems:
         return report  # do not read files that failed their checksum
     report.problems += _check_seal(root, sums)

@@ -329,6 +329,39 @@ def test_verify_names_the_tampered_file(ext_bundle: Path, tmp_path: Path, target
     assert "failed verification" in err.splitlines()[-1]
 
 
+def test_verify_after_the_bundles_own_instructions_tells_added_from_changed(
+        ext_bundle: Path, tmp_path: Path) -> None:
+    """The bundle's README makes .venv inside the bundle: `nb2cwl verify .` (a subprocess, in
+    the bundle) still verifies it and names what was added in one line. A file added inside
+    the bundle's folders or changed fails it, and a thousand problems print a summary."""
+    bundle = _unzip(ext_bundle, tmp_path / "b")
+    assert "-m venv .venv" in (bundle / "README.md").read_text()
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", ".venv"], cwd=bundle,
+                   check=True)
+    (bundle / "results").mkdir()
+    (bundle / "results" / "out.txt").write_text("a rerun's output\n")
+    (bundle / "notes.txt").write_text("mine\n")
+    verify = [sys.executable, "-m", "nb2cwl", "verify", "."]
+    done = subprocess.run(verify, cwd=bundle, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    (note,) = done.stderr.splitlines()
+    assert note.startswith("nb2cwl: verify: note: added beside the bundle's files, "
+                                     "not part of it and not read by it: .venv/ (")
+    assert note.endswith("notes.txt, results/ (1 file)"), note
+    (bundle / "steps" / "helper.py").write_text("planted\n")
+    done = subprocess.run(verify, cwd=bundle, capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "nb2cwl: verify: steps/helper.py: added inside the bundle (not in " \
+           "CHECKSUMS.sha256)" in done.stderr.splitlines()
+    for number in range(1000):
+        (bundle / "steps" / f"planted{number}.py").write_text("x\n")
+    done = subprocess.run(verify, cwd=bundle, capture_output=True, text=True)
+    lines = done.stderr.splitlines()
+    assert done.returncode == 1 and len(lines) == 23, lines[:3]
+    assert lines[20] == "nb2cwl: verify: ... and 981 more"
+    assert lines[-1] == "nb2cwl: error: . failed verification: 1001 problem(s); do not run it"
+
+
 def test_verify_digest_catches_a_rewritten_checksum_list(ext_bundle: Path, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]
                                                          ) -> None:

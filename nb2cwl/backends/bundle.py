@@ -848,6 +848,12 @@ def _readme(workflow: Workflow, lock: EnvironmentLock, seeds: dict[str, Any],
         "own script, runtime and inputs again before it loads anything. The sha256 of the "
         "checking code and of the seal are written into every tool's command.",
         "",
+        "What you add beside the bundle's own files and folders (the `.venv` above, a "
+        "results folder) is not part of it: `nb2cwl verify` lists it in one line as added "
+        "and still verifies the bundle. A file added inside one of the bundle's folders "
+        "(`steps/`, `tools/`, ...) or a file changed fails verification: the steps could "
+        "read it.",
+        "",
         "## Random state",
         "",
         seeds["how"] + " The seeds the notebook sets are listed in `environment/seeds.json`.",
