@@ -1,8 +1,8 @@
 """Kills at random moments (issue 27, item 4): `nb2cwl run` of a multi-step notebook that
 writes files and values is killed with SIGKILL or SIGTERM at moments drawn at random over its
-whole run, StreamFlow's start and database included: 10 in the suite (it must stay well under
-CI's 40 minutes), as many as NB2CWL_FAULT_KILLS says otherwise (`NB2CWL_FAULT_KILLS=100 pytest
-tests/test_fault_injection.py` for a longer soak). After each kill:
+whole run, StreamFlow's start and database included: 20 (issue 27), or as many as
+NB2CWL_FAULT_KILLS says (`NB2CWL_FAULT_KILLS=100 pytest tests/test_fault_injection.py` for a
+longer soak). After each kill:
 
 - no process of the run is left (they all carry a marker in their environment);
 - the next run completes, with every cell's outputs equal to Jupyter's (nbclient, once);
@@ -32,7 +32,7 @@ from nb2cwl.step_cache import CACHE_DIR, entries
 
 pytestmark = pytest.mark.streamflow
 
-KILLS = int(os.environ.get("NB2CWL_FAULT_KILLS", "10"))
+KILLS = int(os.environ.get("NB2CWL_FAULT_KILLS", "20"))
 CELLS = [
     "import json, time\nimport numpy as np\nrng = np.random.default_rng(0)",
     "time.sleep(0.4)\ndata = rng.normal(size=2000)\nnp.save('data.npy', data)\n"
