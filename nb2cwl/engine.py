@@ -16,6 +16,9 @@ time), then waits for its command line on stdin and runs it. Besides, it
   a second of a two-step workflow's start, on the path to its first step);
 - reads the CWL documents nb2cwl writes (JSON, which is YAML too) with Python's JSON parser:
   cwl-utils' round-trip YAML parser, pure Python, takes a tenth of a second for each of them;
+- puts the local steps' folders in the run's own working folder (NB2CWL_WORKDIR, which
+  nb2cwl removes when the run ends) instead of `$TMPDIR/streamflow`, where StreamFlow leaves
+  them for good (nb2cwl.scratch), unless the StreamFlow file names a `workdir`;
 - counts a Slurm job as ended once its batch script has: StreamFlow waits while the job is
   COMPLETING too, and a job with a lost node stays so until Slurm declares the node down
   (SlurmdTimeout: minutes), though the step failed and said why long before.
@@ -37,6 +40,7 @@ import sys
 from typing import Any
 
 from nb2cwl.imports import skip_unused_imports
+from nb2cwl.scratch import WORKDIR_ENV
 from nb2cwl.stopping import RUN_ENV, TAG
 
 PARENT_ENV = "NB2CWL_PARENT"  # the pid of the nb2cwl process that started this one
@@ -60,6 +64,7 @@ def serve() -> None:
 
     _tag(os.environ.get(RUN_ENV, ""))
     _end_jobs_with_their_scripts()
+    _local_work_in_the_runs_folder()
     _read_each_tool_once()
     _read_json_as_json()
     line = sys.stdin.readline()
@@ -142,6 +147,24 @@ def _tag(token: str) -> None:
 
     DockerConnector.__init__ = labelled  # type: ignore[method-assign]
     QueueManagerConnector.run = commented  # type: ignore[method-assign]
+
+
+def _local_work_in_the_runs_folder() -> None:
+    try:
+        from streamflow.core.deployment import Target
+    except ImportError:
+        return
+    init = Target.__init__
+
+    @functools.wraps(init)
+    def in_run_folder(self: Any, deployment: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, deployment, *args, **kwargs)
+        folder = os.environ.get(WORKDIR_ENV)  # read now: a waiting engine learns it late
+        if folder and deployment.type == "local" and not deployment.workdir and not (
+                kwargs.get("workdir") or (args[2:3] and args[2])):
+            self.workdir = folder
+
+    Target.__init__ = in_run_folder  # type: ignore[method-assign]
 
 
 def _end_jobs_with_their_scripts() -> None:

@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from nb2cwl.runtime.cache import ENV as CACHE_ENV
 from nb2cwl.runtime.cache import REFRESH_ENV as CACHE_REFRESH_ENV
 from nb2cwl.runtime.cache import RERUN_CELLS_ENV
 from nb2cwl.runtime.forkclient import SERVER_ENV
+from nb2cwl.scratch import scratch_folder
 from nb2cwl.step_cache import CACHE_DIR
 from nb2cwl.stopping import (
     RUN_ENV,
@@ -247,7 +247,7 @@ class StepServer:
     """
 
     def __init__(self) -> None:
-        self.directory = tempfile.mkdtemp(prefix="nb2cwl-steps-")
+        self.directory = scratch_folder("steps")
         self.path = os.path.join(self.directory, "server")
         self.process: subprocess.Popen[bytes] | None = None
         self.preload: tuple[str, ...] = ()

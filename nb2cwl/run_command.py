@@ -28,16 +28,17 @@ if TYPE_CHECKING:
 def run_command(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int:
     """`nb2cwl run NOTEBOOK`: compile into `out_dir`, run, print the summary; 0 when done."""
     import shutil
-    import tempfile
 
     from nb2cwl.errors import OptionError, RunInterrupted
     from nb2cwl.launch import StepServer
     from nb2cwl.run_events import RunEvents
+    from nb2cwl.scratch import remove_stale, scratch_folder
     from nb2cwl.step_cache import LIMIT_ENV, apply_limit, parse_size
 
+    remove_stale()  # what killed runs left
     # the steps' own events tell each step's outcome (reused, failed) and where it runs, for
     # the progress shown; kept in --events FILE, or privately for this run only
-    private = None if args.events else tempfile.mkdtemp(prefix="nb2cwl-events-")
+    private = None if args.events else scratch_folder("events")
     events = RunEvents(args.events or os.path.join(private, "events.jsonl"),
                        private=private is not None)
     limit = args.cache_limit or os.environ.get(LIMIT_ENV)
@@ -47,8 +48,9 @@ def run_command(args: argparse.Namespace, options: CompileOptions, out_dir: str)
         except ValueError as exc:
             raise OptionError(f"--cache-limit: {exc}") from None
     server = StepServer()
+    work = scratch_folder("work")  # StreamFlow's folders of the local steps (nb2cwl.scratch)
     try:
-        return _run_with(args, options, out_dir, server, events)
+        return _run_with(args, options, out_dir, server, events, work)
     except BaseException as exc:  # the run's end, for whoever follows the events
         status = "cancelled" if isinstance(exc, (RunInterrupted, KeyboardInterrupt)) else \
             "failed"
@@ -57,6 +59,7 @@ def run_command(args: argparse.Namespace, options: CompileOptions, out_dir: str)
         raise
     finally:
         server.stop()
+        shutil.rmtree(work, ignore_errors=True)
         if private is not None:
             shutil.rmtree(private, ignore_errors=True)
         pruned = apply_limit(out_dir, limit)
@@ -65,7 +68,7 @@ def run_command(args: argparse.Namespace, options: CompileOptions, out_dir: str)
 
 
 def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
-              server: StepServer, events: RunEvents) -> int:
+              server: StepServer, events: RunEvents, work: str) -> int:
     from nb2cwl.analysis.preload import notebook_preload
     from nb2cwl.backends.naming import TIMINGS_FILE
     from nb2cwl.engine_database import repair_database
@@ -73,12 +76,13 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
     from nb2cwl.errors import RunError, RunInterrupted
     from nb2cwl.launch import CACHE_DIR, Engine, may_use_kubernetes, run_workflow, take_engine
     from nb2cwl.runtime.timings import ENV as TIMINGS_ENV
+    from nb2cwl.scratch import WORKDIR_ENV
     from nb2cwl.stopping import shield
 
     engine = None
     cache_dir = None if args.no_cache else os.path.join(out_dir, CACHE_DIR)
     timings = os.path.join(os.path.abspath(out_dir), TIMINGS_FILE)
-    extra_env = {**events.environment, TIMINGS_ENV: timings}
+    extra_env = {**events.environment, TIMINGS_ENV: timings, WORKDIR_ENV: work}
     try:
         kubernetes = may_use_kubernetes(
             [options.deployment, *(name for _, name in options.targets)],

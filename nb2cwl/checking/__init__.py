@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -71,6 +72,7 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
     from nb2cwl.engine_database import repair_database
     from nb2cwl.launch import CACHE_DIR, Engine, StepServer, run_workflow
     from nb2cwl.runtime.timings import ENV as TIMINGS_ENV
+    from nb2cwl.scratch import WORKDIR_ENV, scratch_folder
 
     started = time.monotonic()
     workflow, _ = compile_to_directory(path, out_dir, options)
@@ -84,6 +86,7 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
     # finished are reused, as there: the comparison is of what a run gives)
     started = time.monotonic() - compile_seconds
     server = StepServer()
+    work = scratch_folder("work")  # StreamFlow's folders of the local steps (nb2cwl.scratch)
     try:
         repaired = repair_database(out_dir)
         if repaired:
@@ -91,7 +94,7 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
         timings = os.path.join(os.path.abspath(out_dir), TIMINGS_FILE)
         open(timings, "w").close()  # this run's, for the next compilation (nb2cwl run's too)
         engine = Engine(os.path.join(out_dir, CACHE_DIR), server,
-                        extra_env={TIMINGS_ENV: timings})
+                        extra_env={TIMINGS_ENV: timings, WORKDIR_ENV: work})
         server.start(options.python, engine.env, workflow.preload,
                      os.path.dirname(os.path.abspath(path)))
         summary = run_workflow(workflow, out_dir, quiet=True, engine=engine)
@@ -105,6 +108,7 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
         results = runs[-1]
     finally:
         server.stop()
+        shutil.rmtree(work, ignore_errors=True)
     workflow_seconds = time.monotonic() - started
     (executed,) = glob.glob(os.path.join(results, "*.executed.ipynb"))
     with open(executed, encoding="utf-8") as handle:
