@@ -71,7 +71,7 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
               server: StepServer, events: RunEvents, work: str) -> int:
     from nb2cwl.analysis.preload import notebook_preload
     from nb2cwl.backends.naming import TIMINGS_FILE
-    from nb2cwl.engine_database import repair_database
+    from nb2cwl.engine_database import prune_database, repair_database
     from nb2cwl.engine_errors import missing_library_advice
     from nb2cwl.errors import RunError, RunInterrupted
     from nb2cwl.launch import CACHE_DIR, Engine, may_use_kubernetes, run_workflow, take_engine
@@ -101,6 +101,7 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
         repaired = repair_database(out_dir)
         if repaired:
             print(f"nb2cwl: note: {repaired}", file=sys.stderr)
+        prune_database(out_dir)  # only the last completed run's records are read again
         configs, values = _run_config(args, workflow, out_dir)
         with shield():
             server.preloading(workflow.preload)

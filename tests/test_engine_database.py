@@ -53,3 +53,32 @@ def test_an_incomplete_database_is_put_aside_and_the_run_completes(damage: str,
 
 def test_no_database_yet_is_nothing_to_repair(tmp_path: Path) -> None:
     assert repair_database(str(tmp_path)) is None
+
+
+def test_the_database_keeps_only_the_last_completed_run_and_export_reads_it(
+        tmp_path: Path) -> None:
+    """StreamFlow adds every run's records and removes none: over hundreds of runs the file
+    grew without bound. Each run now starts by removing all but the last completed run, so the
+    file keeps its size from run to run; `nb2cwl export --with-run` still reads that run."""
+    notebook = write_notebook(tmp_path / "nb.ipynb", "scale = 1.0", "import numpy as np\n"
+                              "values = np.arange(1000) * scale", "print(float(values.sum()))",
+                              "total = float(values.mean())", "print(total)")
+    notebook_json = json.loads(notebook.read_text())
+    notebook_json["cells"][0]["metadata"]["tags"] = ["parameters"]
+    notebook.write_text(json.dumps(notebook_json))
+    out = tmp_path / "wf"
+    sizes = []
+    for run in range(4):
+        done = subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o",
+                               str(out), "--granularity", "cell", "-p", "scale", str(run + 2)],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        sizes.append((out / DATABASE).stat().st_size)
+    with sqlite3.connect(out / DATABASE) as database:
+        assert database.execute("SELECT COUNT(*) FROM workflow").fetchone()[0] == 2
+    assert sizes[3] <= sizes[1] * 1.1, sizes  # not a run's records more each time
+    done = subprocess.run([sys.executable, "-m", "nb2cwl", "export", str(notebook), "-o",
+                           str(tmp_path / "b.zip"), "--with-run", str(out), "--granularity",
+                           "cell"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "with the run of" in done.stdout
