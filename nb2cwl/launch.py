@@ -30,6 +30,7 @@ from nb2cwl.runtime.cache import ENV as CACHE_ENV
 from nb2cwl.runtime.cache import REFRESH_ENV as CACHE_REFRESH_ENV
 from nb2cwl.runtime.cache import RERUN_CELLS_ENV
 from nb2cwl.runtime.forkclient import SERVER_ENV
+from nb2cwl.runtime.forkserver import PARENT_ENV as SERVER_PARENT_ENV
 from nb2cwl.scratch import scratch_folder
 from nb2cwl.step_cache import CACHE_DIR
 from nb2cwl.stopping import (
@@ -268,6 +269,7 @@ class StepServer:
             preload = tuple(name for name in preload
                             if not os.path.exists(os.path.join(beside, name + ".py"))
                             and not os.path.exists(os.path.join(beside, name)))
+        env[SERVER_PARENT_ENV] = str(os.getpid())  # killed before the server started: it exits
         runtime = os.path.join(self.directory, RUNTIME_PACKAGE)
         if not os.path.isdir(runtime):
             os.mkdir(runtime)

@@ -499,6 +499,7 @@ def fresh_env(original_runs: dict[str, tuple[Path, Path]],
 
 
 @pytest.mark.streamflow
+@pytest.mark.xdist_group("fresh_env")  # one worker builds the environment, once, for both
 @pytest.mark.parametrize("name", RERUN)
 def test_rerun_in_a_fresh_environment_gives_identical_outputs(
         name: str, original_runs: dict[str, tuple[Path, Path]], fresh_env: Path,

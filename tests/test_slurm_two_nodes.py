@@ -256,6 +256,25 @@ def _workers(cluster: TwoNodeCluster) -> list[int]:
     return found
 
 
+def _start_long_training(tmp_path: Path, name: str
+                         ) -> tuple[list[str], dict[str, str], subprocess.Popen[str]]:
+    """Start `nb2cwl run` of a notebook whose training on both nodes lasts about 10 s, after
+    a step of its own that finishes first (the next run reuses it); its command and env."""
+    cells = [DETERMINISTIC_LOOP[0], "total = sum(i * i for i in range(10**6))\nprint(total)",
+             *DETERMINISTIC_LOOP[1:-1],
+             "import time\nfor epoch in range(30):\n    for xb, yb in dataset:\n"
+             "        loss = train_step(xb, yb)\n    time.sleep(0.3)\n"
+             "    print(f'epoch {epoch}: loss {float(loss):.4f}')"]
+    notebook = write_notebook(tmp_path / f"{name}.ipynb", *cells)
+    command = [sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(tmp_path / "wf"),
+               "--deployment", "slurm", "--resources", "@train=nodes=2", "--granularity",
+               "cell", "--deployment-file", str(_profile(tmp_path))]
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+               NB2CWL_RENDEZVOUS_TIMEOUT="60")
+    return command, env, subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True)
+
+
 def _second_worker(cluster: TwoNodeCluster, timeout: float) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -274,19 +293,7 @@ def test_a_worker_killed_mid_training_names_its_node_and_the_next_run_reuses(
     """SIGKILL to the worker on node2: the run fails within seconds with one line naming the
     step, the node and what happened; no job, worker or lock is left; the next run reuses
     the step that had finished and completes."""
-    cells = [DETERMINISTIC_LOOP[0], "total = sum(i * i for i in range(10**6))\nprint(total)",
-             *DETERMINISTIC_LOOP[1:-1],
-             "import time\nfor epoch in range(30):\n    for xb, yb in dataset:\n"
-             "        loss = train_step(xb, yb)\n    time.sleep(0.3)\n"
-             "    print(f'epoch {epoch}: loss {float(loss):.4f}')"]
-    notebook = write_notebook(tmp_path / "long.ipynb", *cells)
-    command = [sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(tmp_path / "wf"),
-               "--deployment", "slurm", "--resources", "@train=nodes=2", "--granularity",
-               "cell", "--deployment-file", str(_profile(tmp_path))]
-    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
-               NB2CWL_RENDEZVOUS_TIMEOUT="60")
-    run = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
+    command, env, run = _start_long_training(tmp_path, "long")
     try:
         victim = _second_worker(cluster, 180)
         time.sleep(6)  # training
@@ -380,19 +387,7 @@ def test_a_node_lost_mid_training_is_named_and_the_next_run_reuses(
     machine goes down): the run fails within a minute with one line naming the step and
     node2; once node2 is back, no job or worker is left and the next run reuses the step that
     had finished and completes."""
-    cells = [DETERMINISTIC_LOOP[0], "total = sum(i * i for i in range(10**6))\nprint(total)",
-             *DETERMINISTIC_LOOP[1:-1],
-             "import time\nfor epoch in range(30):\n    for xb, yb in dataset:\n"
-             "        loss = train_step(xb, yb)\n    time.sleep(0.3)\n"
-             "    print(f'epoch {epoch}: loss {float(loss):.4f}')"]
-    notebook = write_notebook(tmp_path / "lost.ipynb", *cells)
-    command = [sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(tmp_path / "wf"),
-               "--deployment", "slurm", "--resources", "@train=nodes=2", "--granularity",
-               "cell", "--deployment-file", str(_profile(tmp_path))]
-    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
-               NB2CWL_RENDEZVOUS_TIMEOUT="60")
-    run = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
+    command, env, run = _start_long_training(tmp_path, "lost")
     try:
         _training_on(cluster, "node2", 180)
         time.sleep(2)

@@ -284,3 +284,20 @@ def test_a_plain_streamflow_run_runs_the_same_steps_without_a_server(tmp_path: P
     assert done.returncode == 0, done.stdout[-2000:]
     executed = nbformat.read(tmp_path / "out" / "plain.executed.ipynb", 4)
     assert executed.cells[1].outputs[0]["text"] == "42 True\n"  # site imported by the step
+
+
+def test_a_server_whose_run_died_before_it_started_exits(workdir: Path) -> None:
+    """`nb2cwl run` killed (SIGKILL) in the moment between starting its step server and the
+    server asking Linux to end it with its parent: the server sees it has another parent than
+    the run that started it, and exits instead of living on."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    env = dict(os.environ, NB2CWL_SERVER_PARENT=str(gone.pid))
+    process = subprocess.Popen([sys.executable, "-m", "nb2cwl_runtime.forkserver",
+                                str(workdir / "orphan.sock")], cwd=workdir, env=env,
+                               preexec_fn=default_stop_signals)
+    try:
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()

@@ -216,20 +216,28 @@ def test_two_workers_match_two_devices_in_one_process(tmp_path: Path) -> None:
         assert np.allclose(a, b, atol=1e-5), name
 
 
+def _run_on_two_local_workers(path: Path, cells: list[str], out: Path
+                              ) -> subprocess.CompletedProcess[str]:
+    """Write `cells` as the notebook `path` (if not there yet) and `nb2cwl run` it with
+    NB2CWL_LOCAL_WORKERS=2, in a subprocess, into `out`."""
+    if not path.exists():
+        notebook = nbformat.v4.new_notebook()
+        notebook.cells = [nbformat.v4.new_code_cell(code) for code in cells]
+        nbformat.write(notebook, str(path))
+    env = dict(os.environ, NB2CWL_LOCAL_WORKERS="2", NB2CWL_RENDEZVOUS_TIMEOUT="60")
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    return subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(path), "-o", str(out)],
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
 @needs_tf
 @pytest.mark.streamflow
 def test_two_workers_share_the_cache_entry_of_their_step(tmp_path: Path) -> None:
     """The process that starts the workers holds the step's cache entry: the workers do not
     wait for it (they did, for each other, forever), and the next run reuses the step."""
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(code) for code in DETERMINISTIC_LOOP]
     path = tmp_path / "loop.ipynb"
-    nbformat.write(notebook, str(path))
-    env = dict(os.environ, NB2CWL_LOCAL_WORKERS="2", NB2CWL_RENDEZVOUS_TIMEOUT="60")
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    runs = [subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(path), "-o",
-                            str(tmp_path / "wf")], env=env, capture_output=True, text=True,
-                           timeout=300) for _ in range(2)]
+    runs = [_run_on_two_local_workers(path, DETERMINISTIC_LOOP, tmp_path / "wf")
+            for _ in range(2)]
     for done in runs:
         assert done.returncode == 0, done.stderr[-3000:]
     assert "reused" not in runs[0].stdout and "reused" in runs[1].stdout, runs[1].stdout
@@ -641,15 +649,9 @@ def test_a_keras_error_on_several_workers_names_the_notebooks_line(tmp_path: Pat
              "model.compile(optimizer='sgd',\n"
              "              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))",
              "print('fitting')\nhistory = model.fit(x, y, batch_size=16, epochs=1, verbose=0)"]
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(code) for code in cells]
     path = tmp_path / "shapes.ipynb"
-    nbformat.write(notebook, str(path))
-    env = dict(os.environ, NB2CWL_LOCAL_WORKERS="2", NB2CWL_RENDEZVOUS_TIMEOUT="60")
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    done = subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(path), "-o",
-                           str(tmp_path / "wf")], env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = _run_on_two_local_workers(path, cells, tmp_path / "wf")
+    notebook = nbformat.read(path, as_version=4)
     assert done.returncode == 1
     lines = done.stderr.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("nb2cwl: error:"))

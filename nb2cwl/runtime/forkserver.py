@@ -96,9 +96,14 @@ def serve(path: str, preload: tuple[str, ...] = ()) -> None:
         _send(conn, f"pid {pid}")
 
 
+#: The pid of the `nb2cwl run` that started this server (set by it): a server whose parent
+#: died before it could ask to die with it sees another parent, and exits.
+PARENT_ENV = "NB2CWL_SERVER_PARENT"
+
+
 def _die_with_parent() -> None:
     """Linux sends SIGTERM when the process that started this one dies."""
-    parent = os.getppid()
+    parent = int(os.environ.pop(PARENT_ENV, "0") or 0) or os.getppid()
     try:
         import ctypes
 
