@@ -3,7 +3,9 @@
 The launcher (`launch_workers`) starts one worker per Slurm task with `srun`, or
 NB2CWL_LOCAL_WORKERS=N local processes joined through TF_CONFIG on localhost; a worker that
 fails has the others killed, and a worker whose peers never arrive gives up after
-NB2CWL_RENDEZVOUS_TIMEOUT seconds (default 300), since TensorFlow would wait an hour.
+NB2CWL_RENDEZVOUS_TIMEOUT seconds (default 300), since TensorFlow would wait an hour. On
+Slurm, the launcher also watches the job's other nodes (node_watch.py): a node lost with its
+worker ends the step as a failed worker does.
 
 Imports nothing from nb2cwl.
 """
