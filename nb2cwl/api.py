@@ -24,6 +24,7 @@ from nb2cwl.ir.validate import InvalidWorkflow, validate_workflow
 from nb2cwl.options import CompileOptions
 from nb2cwl.passes.build import build_workflow
 from nb2cwl.passes.cost_model import read_last_run, read_profile, with_profile
+from nb2cwl.passes.loop_joins import join_loop_parts
 from nb2cwl.passes.partition import partition
 from nb2cwl.passes.scatter import scatter_loops
 from nb2cwl.passes.scatter_cost import unpaying_scatters
@@ -82,6 +83,8 @@ def _compile(path: str, options: CompileOptions) -> Workflow:
     workflow = bind_steps(workflow, options)  # where each step runs, and what it needs there
     costs, default = deployment_costs(workflow, options)
     workflow = partition(workflow, costs, default, profile, options.granularity, options.swept)
+    if options.granularity != "cell":
+        workflow = join_loop_parts(workflow, options.swept)
     if options.keep_values:
         workflow = replace(workflow, keep_values=True)
     # after partitioning: a step function defined in a cell the training step now runs in

@@ -73,8 +73,12 @@ def test_a_scattered_loop_keeps_its_parts_and_fuses_around_them(tmp_path):
         "print(total, n)"])
     workflow = compile_notebook(path)
     roles = [(s.role, [c.index for c in s.cells]) for s in workflow.steps]
-    assert roles == [("cell", [1, 2]), ("split", [3]), ("map", [3]), ("gather", [3]),
-                     ("cell", [4, 5])]
+    # the cells around the loop are fused, then joined with its split and gather
+    # (tests/test_loop_joins.py); one step per cell keeps every part apart
+    assert roles == [("split", [1, 2, 3]), ("map", [3]), ("gather", [3, 4, 5])]
+    apart = compile_notebook(path, CompileOptions(granularity="cell"))
+    assert [s.role for s in apart.steps] == ["cell", "cell", "split", "map", "gather", "cell",
+                                             "cell"]
 
 
 def test_a_fused_step_runs_a_redefinition_in_its_place(tmp_path):

@@ -40,7 +40,7 @@ def partition(workflow: Workflow, costs: Mapping[str, Costs], default: Costs,
         return embed_quiet_cells(workflow)
     steps = sorted(workflow.steps, key=lambda s: s.first_cell)
     apart = _standing_apart(workflow, steps, costs, default)
-    reached = _reached(workflow, set(swept))
+    reached = reached_by_sweep(workflow, set(swept))
     segments: list[list[Step]] = []
     for step in steps:
         alone = step.name in apart
@@ -114,7 +114,7 @@ def _standing_apart(workflow: Workflow, steps: list[Step], costs: Mapping[str, C
     return reasons
 
 
-def _reached(workflow: Workflow, swept: set[str]) -> set[str]:
+def reached_by_sweep(workflow: Workflow, swept: set[str]) -> set[str]:
     """The steps a swept parameter reaches: those that take its value, and every step that
     takes something from one of them."""
     if not swept:

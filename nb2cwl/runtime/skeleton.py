@@ -30,12 +30,12 @@ _IN_PLACE = {
 RunCode = Callable[[str, bool], tuple[list[Event], float]]
 
 
-def run_part(role: str, spec: dict[str, Any], args: Arguments, namespace: dict[str, Any],
-             out: str, report: dict[str, Any], replayable: set[str], run_code: RunCode,
-             filename: str | None) -> None:
-    """Run the split, a map or the gather of a scattered loop's cell (`filename`: the one the
-    kernel gave the cell, for the loop's body at its lines)."""
-    cell, plan = spec["cells"][0], spec["plan"]
+def run_part(role: str, cell: dict[str, Any], spec: dict[str, Any], args: Arguments,
+             namespace: dict[str, Any], out: str, report: dict[str, Any], replayable: set[str],
+             run_code: RunCode, filename: str | None) -> None:
+    """Run the split, a map or the gather of the scattered loop in `cell` (`filename`: the one
+    the kernel gave the cell, for the loop's body at its lines)."""
+    plan = spec["plan"]
     if role == "split":
         live.cell_event(cell, "running")
         report["prefix_events"], report["prefix_duration"] = split(

@@ -378,25 +378,34 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
               report: dict[str, Any], replayable: set[str], settings: SettingsReplay,
               after_cell: Callable[[int], None]) -> None:
     role = spec.get("role", "cell")
-    if role == "cell":
-        for cell in spec["cells"]:
-            settings.before_cell(cell["index"])  # those of other steps' cells before this one
-            began = time.perf_counter()
-            outputs = _run_cell(cell, executor, spec)
-            report["cells"].append({"index": cell["index"], "outputs": outputs,
-                                    "execution_count": cell["execution_count"],
-                                    "seconds": time.perf_counter() - began})
-            after_cell(cell["index"])
-        return
-    cell = spec["cells"][0]
+    cells = spec["cells"]
+    # a split joined with the step before it runs that step's cells first, the loop's last; a
+    # gather joined with the step after it runs the loop's cell first (passes/loop_joins.py)
+    loop = None if role == "cell" else cells[-1] if role == "split" else cells[0]
+    for cell in cells:
+        settings.before_cell(cell["index"])  # those of other steps' cells before this one
+        if cell is loop:
+            _run_loop_part(role, cell, spec, args, executor, out, report, replayable)
+            continue
+        began = time.perf_counter()
+        outputs = _run_cell(cell, executor, spec)
+        report["cells"].append({"index": cell["index"], "outputs": outputs,
+                                "execution_count": cell["execution_count"],
+                                "seconds": time.perf_counter() - began})
+        after_cell(cell["index"])
 
+
+def _run_loop_part(role: str, cell: dict[str, Any], spec: dict[str, Any], args: Arguments,
+                   executor: Executor, out: str, report: dict[str, Any],
+                   replayable: set[str]) -> None:
+    """The split, a map or the gather of the scattered loop in `cell`."""
     def run_code(code: str, display: bool) -> tuple[list, float]:
         # the prefix before a loop, or the gather and the rest of the cell after it
         return _run_piece(cell, code, display, executor, spec)
 
     filename = executor.cell_file(_raw_source(cell), cell["execution_count"])
     with warnings_once.recording():  # a scattered loop's warnings, shown once (one process)
-        skeleton.run_part(role, spec, args, executor.namespace, out, report, replayable,
+        skeleton.run_part(role, cell, spec, args, executor.namespace, out, report, replayable,
                           run_code, filename)
 
 
