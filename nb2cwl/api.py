@@ -16,7 +16,7 @@ from nb2cwl.backends.deployments import bind_steps, plan_deployments
 from nb2cwl.backends.naming import TIMINGS_FILE
 from nb2cwl.backends.writer import write_workflow
 from nb2cwl.errors import DirectiveError, Location, OptionError
-from nb2cwl.frontend.directives import TAG_SKIP
+from nb2cwl.frontend.directives import TAG_NOT_CHOSEN, TAG_SKIP
 from nb2cwl.frontend.model import Notebook
 from nb2cwl.frontend.reader import read_notebook
 from nb2cwl.ir.model import Workflow
@@ -99,16 +99,21 @@ def skip_unneeded(notebook: Notebook, flow: Dataflow, chosen: tuple[str, ...]) -
     indices = set()
     for item in chosen:
         if item in by_id:
-            indices.add(by_id[item])
+            index = by_id[item]
         elif item.isdigit() and int(item) < len(notebook.cells):
-            indices.add(int(item))
+            index = int(item)
         else:
             raise OptionError(f"--cells: no cell {item!r} (give cell ids or indices)",
                               Location(notebook.name))
+        cell = notebook.cells[index]
+        if not cell.is_code:
+            raise OptionError(f"--cells {item}: cell {index} is a {cell.cell_type} cell, which "
+                              "does not run; give code cells", notebook.location(cell))
+        indices.add(index)
     keep = needed_cells(flow, indices)
     cells = tuple(
         cell if not cell.is_code or cell.index in keep or TAG_SKIP in cell.tags
-        else replace(cell, tags=(*cell.tags, TAG_SKIP)) for cell in notebook.cells)
+        else replace(cell, tags=(*cell.tags, TAG_NOT_CHOSEN)) for cell in notebook.cells)
     return replace(notebook, cells=cells)
 
 

@@ -150,3 +150,33 @@ def test_outputs_are_sent_as_what_changed() -> None:
     assert _appended([a, shown], [a, shown]) == []
     assert _appended([ab], [a]) is None  # cleared: the whole list again
     assert _appended([shown], [a]) is None
+
+
+def test_cells_refuses_a_markdown_cell_and_names_why_others_are_left_out(
+        tmp_path: Path) -> None:
+    """Through the CLI as a user meets it: a markdown cell is refused in one line naming the
+    cell; the cells --cells leaves out are said to be left out by it, not by a tag."""
+    import subprocess
+    import sys
+
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("a = 1"), nbformat.v4.new_markdown_cell("# Notes"),
+        nbformat.v4.new_code_cell("b = 2"), nbformat.v4.new_code_cell("print(b)")])
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+
+    def explain(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "nb2cwl", "explain", str(path), *extra],
+                              capture_output=True, text=True, timeout=120)
+
+    refused = explain("--cells", "1")
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        f"nb2cwl: error: nb.ipynb, cell 1 (id {nb.cells[1].id}): --cells 1: cell 1 is a "
+        "markdown cell, which does not run; give code cells"]
+    chosen = explain("--cells", "3")
+    assert chosen.returncode == 0
+    assert "cell skipped (not among --cells, and none of them needs it)" in chosen.stdout
+    assert "nb2cwl:skip" not in chosen.stderr + chosen.stdout

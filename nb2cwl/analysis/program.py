@@ -28,6 +28,7 @@ from nb2cwl.analysis.training import TrainingSite, find_seed, find_training
 from nb2cwl.analysis.walker import BUILTIN_NAMES, EffectWalker
 from nb2cwl.errors import AnalysisError, Diagnostic
 from nb2cwl.frontend.directives import (
+    TAG_NOT_CHOSEN,
     TAG_SKIP,
     CellDirectives,
     kale_continuation,
@@ -116,7 +117,9 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
     for cell in notebook.code_cells:
         if directives[cell.index].skip and INJECTED_TAG not in cell.tags:
             tag = "skip" if "skip" in cell.tags and TAG_SKIP not in cell.tags else TAG_SKIP
-            diagnostics.append(Diagnostic("skipped", f"cell skipped (tag {tag})",
+            why = ("not among --cells, and none of them needs it" if TAG_NOT_CHOSEN in cell.tags
+                   else f"tag {tag}")
+            diagnostics.append(Diagnostic("skipped", f"cell skipped ({why})",
                                           notebook.location(cell), "note"))
     for cell in notebook.code_cells:
         if cell.own_magics:

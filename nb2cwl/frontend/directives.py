@@ -18,6 +18,7 @@ from nb2cwl.errors import DirectiveError, Location
 from nb2cwl.frontend.model import Cell
 
 TAG_SKIP = "nb2cwl:skip"
+TAG_NOT_CHOSEN = "nb2cwl:not-chosen"  # set by --cells on the cells it leaves out, never by users
 TAG_STEP = "nb2cwl:step="
 KALE_STEP = ("step:", "block:")
 KALE_PREV = "prev:"
@@ -48,7 +49,7 @@ def read_directives(cell: Cell, notebook: str) -> CellDirectives:
     """Parse the tags and `workflow` metadata of `cell`; raise DirectiveError when malformed."""
     where = Location(notebook, cell.index, cell.cell_id)
     kale = _kale(cell.tags, where)
-    skip = TAG_SKIP in cell.tags or kale["kale_role"] == "skip"
+    skip = TAG_SKIP in cell.tags or TAG_NOT_CHOSEN in cell.tags or kale["kale_role"] == "skip"
     names = [t[len(TAG_STEP):].strip() for t in cell.tags if t.startswith(TAG_STEP)]
     if len(set(names)) > 1:
         raise DirectiveError(f"the cell has several nb2cwl:step= tags: {', '.join(names)}", where)
