@@ -21,11 +21,17 @@ from pathlib import Path
 from nb2cwl.backends.naming import EXECUTED_SUFFIX, HASH_SEED, executed_name
 from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE, RUNTIME_SOURCE
 from nb2cwl.engine import NO_KUBERNETES_ENV, PARENT_ENV
-from nb2cwl.engine_errors import engine_cause
 from nb2cwl.errors import RunError, RunInterrupted
 from nb2cwl.ir.model import Workflow
 from nb2cwl.run_display import RunDisplay, live_display_wanted
 from nb2cwl.run_events import RunEvents
+from nb2cwl.run_outcome import (
+    disk_full_message,
+    failure_in,
+    failure_message,
+    notebook_metadata,
+    partial_notebook,
+)
 from nb2cwl.runtime.cache import ENV as CACHE_ENV
 from nb2cwl.runtime.cache import REFRESH_ENV as CACHE_REFRESH_ENV
 from nb2cwl.runtime.cache import RERUN_CELLS_ENV
@@ -329,6 +335,7 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     engines: list[Engine] = []
     start = time.monotonic()
     display = RunDisplay(total, live_display_wanted(quiet) and len(configs) == 1)
+    results = None
     try:
         results = next_results_dir(out_dir)
         if events is not None:
@@ -352,7 +359,7 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                     if debug:
                         sys.stderr.write(line)
                     if _DISK_FULL.search(line):  # StreamFlow would wait on, forever
-                        raise RunError(_disk_full(line, out_dir, results))
+                        raise RunError(disk_full_message(line, out_dir, results))
                     if events is not None:
                         _tell_events(events, line)
                     match = _COMPLETED.search(line) or _FAILED.search(line)
@@ -384,21 +391,37 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
         runs = os.path.join(out_dir, "runs")
         kept = (f"the next run reuses the steps that finished (earlier runs in {runs} are "
                 "unchanged)" if cache else f"earlier runs in {runs} are unchanged")
+        from nb2cwl.partial_notebook import interrupted_error
+
+        partial = partial_notebook(workflow, out_dir, results, events, f"stopped by "
+                           f"{_signal_name(stop)}", interrupted_error(_signal_name(stop)))
+        shown = (f"; the executed notebook so far (the cells that finished, their outputs) is "
+                 f"{partial}" if partial else "")
         raise RunInterrupted(f"interrupted by {_signal_name(stop)}: stopped the workflow and every "
-                             f"step, job and container it started; {kept}", _signum(stop)) from None
+                             f"step, job and container it started; {kept}{shown}",
+                             _signum(stop)) from None
     display.close()
     seconds = time.monotonic() - start
     for number, status in sorted(statuses.items()):
         if status != 0:
             for started in engines:
                 started.stop()  # a failed run leaves no job, container or process behind
-            raise RunError(_failure(logs[number], status))
+            failure = failure_message(logs[number], status)
+            partial = None
+            if len(configs) == 1:  # the assembler ran without the failed step's cells
+                from nb2cwl.partial_notebook import step_failed_error
+
+                partial = partial_notebook(workflow, out_dir, results, events, failure,
+                                           step_failed_error(failure))
+            raise RunError(failure + (f"\nthe executed notebook so far (the cells that "
+                                      f"finished, their outputs) is {partial}"
+                                      if partial else ""))
     notebooks = sorted(str(p) for p in Path(results).glob(f"*{EXECUTED_SUFFIX}"))
     notebook = os.path.join(results, executed_name(workflow))
     for executed in notebooks:
-        for note in _metadata(executed).get("notes", []):  # what could not be carried exactly
+        for note in notebook_metadata(executed).get("notes", []):  # not carried exactly
             print(f"nb2cwl: note: {note}", file=sys.stderr)
-        failure = _failure_in(executed)
+        failure = failure_in(executed)
         if failure:
             raise RunError(f"{failure.removeprefix('nb2cwl: ')}\nthe executed notebook, up to "
                            f"that cell, is {executed}")
@@ -409,6 +432,8 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     )
     return RunSummary(results, notebook if notebook in notebooks else notebooks[0], seconds,
                       done, written, notebooks)
+
+
 
 
 def _tell_events(events: RunEvents, line: str) -> None:
@@ -427,32 +452,10 @@ def _signal_name(stop: KeyboardInterrupt) -> str:
     return signal.Signals(_signum(stop)).name
 
 
-def _metadata(notebook: str) -> dict:
-    """The executed notebook's nb2cwl metadata (failure, notes)."""
-    try:
-        with open(notebook, encoding="utf-8") as handle:
-            return dict(json.load(handle).get("metadata", {}).get("nb2cwl", {}))
-    except (OSError, ValueError, AttributeError):
-        return {}
 
 
-def _disk_full(line: str, out_dir: str, results: str) -> str:
-    """The run stopped on a full disk: remove what it had half-copied into `results` (it would
-    keep the disk full), and say where, and what to do."""
-    target = re.search(r"-> '([^']+)'", line)
-    where = target.group(1) if target else out_dir
-    job = re.search(r"[Jj]ob /(\S+?)/", line)
-    what = f"step {job.group(1)}" if job else "the run's outputs"
-    shutil.rmtree(results, ignore_errors=True)
-    return (f"no space left on the device of {where} (writing {what}): stopped the run and "
-            f"removed its partial outputs ({results}); free some space (nb2cwl cache {out_dir} "
-            "--max-size SIZE prunes the step cache) and run again: the steps that finished are "
-            "reused")
 
 
-def _failure_in(notebook: str) -> str | None:
-    failure = _metadata(notebook)
-    return failure.get("error") or None if "failed_cell" in failure else None
 
 
 def _cells_of(workflow: Workflow, name: str) -> str:
@@ -460,23 +463,3 @@ def _cells_of(workflow: Workflow, name: str) -> str:
         if step.name == name:
             return " (cell " + ", ".join(str(c.index) for c in step.cells) + ")"
     return ""
-
-
-def _failure(log: list[str], status: int) -> str:
-    text = "".join(log)
-    workers = re.findall(r"nb2cwl: (step \S+ failed at [^\n]*: training worker [^\n]*)", text)
-    if workers:  # a worker died: the others' errors (a lost peer) follow from it
-        return workers[-1]
-    found = re.search(r"nb2cwl: step \S+ failed at .*?(?=\n\S*\d{4}-\d\d-\d\d |\Z)", text,
-                      re.S)
-    if found:
-        return found.group(0).strip().removeprefix("nb2cwl: ")
-    transfer = re.search(r"nb2cwl: .*", text)
-    if transfer:
-        return transfer.group(0).strip().removeprefix("nb2cwl: ")
-    cause = engine_cause(text)
-    if cause:
-        return f"{cause} (StreamFlow's whole log: --debug)"
-    last = next((line.strip() for line in reversed(log) if line.strip()), "no output")
-    return (f"StreamFlow exited with status {status}: {last} (StreamFlow's whole log: "
-            "--debug)")

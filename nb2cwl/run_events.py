@@ -59,6 +59,8 @@ class RunEvents:
         self.ended = False
         self.ends: dict[str, list[str]] = {}  # each step's ends: done, cached, failed, skipped
         self.running: dict[str, tuple[str, float, int]] = {}  # step -> where, since, jobs
+        self.cells: dict[int, dict[str, Any]] = {}  # each cell's last status, by its index
+        self._cell_ids: dict[int, str] = {}
 
     @property
     def environment(self) -> dict[str, str]:
@@ -136,6 +138,10 @@ class RunEvents:
             return "skipped"
         return "done"
 
+    def outputs_of(self, index: int) -> list[dict[str, Any]]:
+        """The outputs the cell at `index` has shown so far."""
+        return list(self._sent.get(self._cell_ids.get(index, ""), []))
+
     def _read(self, path: str) -> list[dict[str, Any]]:
         offset = self._offsets.get(path, 0)
         try:
@@ -181,6 +187,9 @@ class RunEvents:
                 event["shards"] = self._shards[step]
             self.write(event)
         elif kind == "cell":
+            if isinstance(event.get("index"), int):
+                self.cells[event["index"]] = event
+                self._cell_ids[event["index"]] = str(event.get("cell"))
             self.write(event)
         elif kind == "outputs":
             self._outputs(event)

@@ -215,11 +215,22 @@ def test_signal_to_nb2cwl_alone_stops_every_process(sig: int, tmp_path: Path) ->
     out = tmp_path / "wf"
     _assert_database_usable(out)
     assert (out / ".nb2cwl-manifest.json").exists() and (out / "workflow.cwl").exists()
+    # what the stopped run had done: the executed notebook so far, as Jupyter shows it
+    partial = out / "runs" / "1" / "slow.executed.ipynb"
+    assert errors[0].endswith(f"the executed notebook so far (the cells that finished, their "
+                              f"outputs) is {partial}")
+    shown = json.loads(partial.read_text())
+    assert shown["metadata"]["nb2cwl"] == {"partial": f"stopped by {signal.Signals(sig).name}"}
+    first, running = shown["cells"]
+    assert first["execution_count"] == 1 and "stamp" in "".join(first["outputs"][0]["text"])
+    assert running["execution_count"] == 2
+    assert "after" in "".join(running["outputs"][0]["text"])  # its output so far
+    assert running["outputs"][-1]["ename"] == "KeyboardInterrupt"
     # the same output directory works at once, and the step that finished is reused
     gate.unlink()
     again = time.time()
     assert main(["run", str(notebook), "-o", str(out), "--quiet", "--granularity", "cell"]) == 0
-    executed = json.loads((out / "runs" / "1" / "slow.executed.ipynb").read_text())
+    executed = json.loads((out / "runs" / "2" / "slow.executed.ipynb").read_text())
     printed = "".join(executed["cells"][0]["outputs"][0]["text"])
     assert float(printed.split()[1]) < again  # the first step's output, from the stopped run
 
