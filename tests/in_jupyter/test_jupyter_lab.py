@@ -93,6 +93,18 @@ def write_notebooks(root: Path) -> None:
         _code("y = x / 0", "two"),
         _code("print('after', y)", "three"),
     ]), root / "failing.ipynb")
+    nbformat.write(_notebook([  # no tags: the three cells are fused into one step
+        _code("x = 1\nprint('before')"),
+        _code("y = x / 0"),
+        _code("print('after', y)"),
+    ]), root / "fused_failing.ipynb")
+    gate = root / "gate"  # while it exists, the second cell waits
+    nbformat.write(_notebook([
+        _code("import os, time\nprint('first')", "first"),
+        _code(f"while os.path.exists({str(gate)!r}):\n    time.sleep(0.1)\nwaited = True",
+              "second"),
+        _code("print('third', waited)", "third"),  # waits for the second
+    ]), root / "gated.ipynb")
     nbformat.write(_notebook([
         _code("x = (1"),  # a syntax error
         _code("print(x)"),
@@ -546,6 +558,68 @@ def test_cancel_a_running_run(page, lab):
     assert not page.page.is_enabled("[data-testid=nb2cwl-cancel]")
     assert "cancelled" in page.page.inner_text("[data-testid=nb2cwl-status]")
     page.shot("lab-cancelled")
+    page.assert_no_errors()
+
+
+def _badge_statuses(page: Page) -> dict[str, str]:
+    return {b["cell"]: b["status"] for b in page.badges()}
+
+
+def _prompt(page: Page, cell_id: str) -> str:
+    """The cell's input prompt as JupyterLab shows it: `[3]:`, `[*]:` while it runs."""
+    return page.js("""(id) => window.__nb2cwlPanel.content.widgets
+        .find(c => c.model.id === id).node.querySelector('.jp-InputPrompt').textContent""",
+                   arg=cell_id) or ""
+
+
+def test_badges_after_a_cancel_tell_this_run_only(page, lab):
+    """A run that finished, then one cancelled in its second cell: the first cell is done,
+    the second cancelled (not skipped), the third never ran in this run (not the earlier
+    run's done); the running cell showed Jupyter's [*] prompt."""
+    page.open("gated.ipynb")
+    page.show_sidebar()
+    ids = page.code_cell_ids()
+    wait_badges(page, len(ids))
+    page.wait_run(page.execute("nb2cwl:run-all", {"deployment": "local"}))
+    page.page.wait_for_function(
+        "(id) => document.querySelector(`[data-testid=nb2cwl-badge][data-cell-id='${id}']`)"
+        ".dataset.status === 'done'", arg=ids[2])
+    gate = lab["root"] / "gate"
+    gate.touch()
+    try:
+        run_id = page.execute("nb2cwl:run-all", {"deployment": "local"})
+        page.page.wait_for_selector(
+            f'[data-testid=nb2cwl-badge][data-cell-id="{ids[1]}"][data-status=running]',
+            timeout=RUN_TIMEOUT_MS)
+        prompt = _prompt(page, ids[1])
+        assert "*" in prompt, prompt
+        page.shot("lab-running-prompt")
+        page.page.click("[data-testid=nb2cwl-cancel]")
+        page.wait_run(run_id, statuses=("cancelled",), timeout=25_000)
+    finally:
+        gate.unlink()
+    page.page.wait_for_function(
+        "(id) => document.querySelector(`[data-testid=nb2cwl-badge][data-cell-id='${id}']`)"
+        ".dataset.status === 'cancelled'", arg=ids[1])
+    statuses = _badge_statuses(page)
+    assert statuses == {ids[0]: "done", ids[1]: "cancelled", ids[2]: "skipped"}, statuses
+    assert "*" not in _prompt(page, ids[1])
+    page.shot("lab-badges-after-cancel")
+    page.assert_no_errors()
+
+
+def test_a_failure_in_a_fused_step_skips_the_cells_after_it(page, lab):
+    page.open("fused_failing.ipynb")
+    page.show_sidebar()
+    ids = page.code_cell_ids()
+    wait_badges(page, len(ids))
+    run_id = page.execute("nb2cwl:run-all", {"deployment": "local"})
+    page.wait_run(run_id, statuses=("failed",))
+    page.page.wait_for_function(
+        "(id) => document.querySelector(`[data-testid=nb2cwl-badge][data-cell-id='${id}']`)"
+        ".dataset.status === 'failed'", arg=ids[1])
+    statuses = _badge_statuses(page)
+    assert statuses == {ids[0]: "done", ids[1]: "failed", ids[2]: "skipped"}, statuses
     page.assert_no_errors()
 
 

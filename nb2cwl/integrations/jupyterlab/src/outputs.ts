@@ -90,12 +90,17 @@ export class OutputSync implements IDisposable {
       }
       if (event.status === 'running') {
         this._clear(cell);
-      } else if (
-        event.status === 'done' ||
-        event.status === 'failed' ||
-        event.status === 'cached'
-      ) {
-        if (typeof event.execution_count === 'number') {
+        // JupyterLab's [*] prompt, as while a kernel runs the cell
+        cell.executionState = 'running';
+        this._running.add(cell);
+      } else {
+        this._idle(cell);
+        if (
+          (event.status === 'done' ||
+            event.status === 'failed' ||
+            event.status === 'cached') &&
+          typeof event.execution_count === 'number'
+        ) {
           cell.executionCount = event.execution_count;
         }
       }
@@ -117,6 +122,12 @@ export class OutputSync implements IDisposable {
     }
   }
 
+  private _idle(cell: ICodeCellModel): void {
+    if (this._running.delete(cell)) {
+      cell.executionState = 'idle';
+    }
+  }
+
   private _clear(cell: ICodeCellModel): void {
     this._cleared.add(cell.id);
     // The run is the user's own execution: trust its outputs as a kernel's.
@@ -130,6 +141,9 @@ export class OutputSync implements IDisposable {
     session: NotebookSession,
     run: IRun
   ): Promise<void> {
+    for (const cell of [...this._running]) {
+      this._idle(cell); // however the run ended, no cell runs any more
+    }
     if ((run.status !== 'done' && run.status !== 'failed') || !this._owns()) {
       return;
     }
@@ -173,4 +187,5 @@ export class OutputSync implements IDisposable {
   private _isDisposed = false;
   private _runId: string | null = null;
   private _cleared = new Set<string>();
+  private _running = new Set<ICodeCellModel>();
 }

@@ -31,6 +31,7 @@ export type CellStatus =
   | 'done'
   | 'cached'
   | 'failed'
+  | 'cancelled'
   | 'skipped';
 
 const CELL_STATUSES: ReadonlyArray<string> = [
@@ -41,6 +42,7 @@ const CELL_STATUSES: ReadonlyArray<string> = [
   'done',
   'cached',
   'failed',
+  'cancelled',
   'skipped'
 ];
 
@@ -831,20 +833,20 @@ export class NotebookSession implements IDisposable {
 
   /** The map step of a split step (the graph's step of role map with the same cells). */
   private _mapOf(split: string): string | null {
+    // a split joined with the step before it runs that step's cells first,
+    // the loop's cell last: any of its cells the map shares is the loop's
     const cells = this.graphStep(split)?.cells ?? this._cellsOfStep(split);
-    const first = cells[0];
-    if (!first) {
-      return null;
-    }
-    const fromGraph = this._graph?.steps.find(
-      step => step.role === 'map' && step.cells.includes(first)
-    );
-    if (fromGraph) {
-      return fromGraph.name;
-    }
-    for (const name of this._cellSteps.get(first) ?? []) {
-      if (this._steps.get(name)?.role === 'map') {
-        return name;
+    for (const cell of cells) {
+      const fromGraph = this._graph?.steps.find(
+        step => step.role === 'map' && step.cells.includes(cell)
+      );
+      if (fromGraph) {
+        return fromGraph.name;
+      }
+      for (const name of this._cellSteps.get(cell) ?? []) {
+        if (this._steps.get(name)?.role === 'map') {
+          return name;
+        }
       }
     }
     return null;
@@ -908,8 +910,22 @@ export class NotebookSession implements IDisposable {
         ? 'queued'
         : 'running';
     }
-    if (statuses.includes('failed')) {
-      return 'failed';
+    for (const ended of ['failed', 'cancelled'] as const) {
+      const stoppedSteps = states
+        .filter(([, s]) => s.status === ended)
+        .map(([name]) => name);
+      if (stoppedSteps.length === 0) {
+        continue;
+      }
+      // A cell of that step with no events of its own never started: the step
+      // stopped in another of its cells (which has its own events).
+      const siblingStarted = [...this._cellSteps.entries()].some(
+        ([cell, s]) =>
+          cell !== cellId &&
+          s.some(name => stoppedSteps.includes(name)) &&
+          this._cells.has(cell)
+      );
+      return siblingStarted && !this._cells.has(cellId) ? 'skipped' : ended;
     }
     if (statuses.every(s => s === 'skipped')) {
       return 'skipped';
@@ -1039,10 +1055,10 @@ export class NotebookSession implements IDisposable {
       return;
     }
     this._ended.add(run.id);
-    // Whatever did not get to run.
-    // A cell the run stopped in the middle of failed, unless the user cancelled it.
+    // A cell the run stopped in the middle of was cancelled (the user's Cancel)
+    // or failed (the run did); whatever had not started was skipped.
     const stopped: CellStatus =
-      run.status === 'cancelled' ? 'skipped' : 'failed';
+      run.status === 'cancelled' ? 'cancelled' : 'failed';
     for (const state of this._steps.values()) {
       if (state.status === 'queued' || state.status === 'running') {
         state.status = state.status === 'running' ? stopped : 'skipped';
