@@ -749,6 +749,13 @@ def test_badge_warnings(page, lab):
     page.assert_no_errors()
 
 
+# Notebook 7.6.5's notebook page logs these itself, with or without nb2cwl installed (the
+# second after JupyterLab saved a workspace: its file browser restore calls a command the
+# notebook page lacks)
+NOTEBOOK7_OWN_ERRORS = ("Cannot read properties of undefined (reading 'schema')",
+                        "Command 'filebrowser:open-path' not registered")
+
+
 def test_notebook7_page(page, lab):
     page.open("demo.ipynb", app="notebook")
     for command in COMMANDS:
@@ -772,11 +779,7 @@ def test_notebook7_page(page, lab):
         """() => [...document.querySelectorAll('#nb2cwl-graph g.nb2cwl-node')]
             .every(n => n.getAttribute('data-status') === 'done')""")
     page.shot("notebook7-graph")
-    # Notebook 7.6.5's notebook page logs these itself, with or without nb2cwl installed (the
-    # second after JupyterLab saved a workspace: its file browser restore calls a command the
-    # notebook page lacks)
-    page.assert_no_errors(allowed=("Cannot read properties of undefined (reading 'schema')",
-                                   "Command 'filebrowser:open-path' not registered"))
+    page.assert_no_errors(allowed=NOTEBOOK7_OWN_ERRORS)
 
 
 def test_server_extension_missing(browser, tmp_path):
@@ -841,3 +844,49 @@ def test_server_extension_missing(browser, tmp_path):
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-v", *sys.argv[1:]]))
 
+
+
+def test_nb2cwl_is_where_users_look_for_a_run(page, lab):
+    """The Run menu, the cells' context menu and a shortcut in JupyterLab (in Notebook 7,
+    where the panel has no tab, a toolbar button shows it: the next test)."""
+    page.open("demo.ipynb")
+    page.show_sidebar()
+    ids = page.code_cell_ids()
+    wait_badges(page, len(ids))
+    page.page.click(".lm-MenuBar-item:has-text('Run')")
+    page.page.wait_for_selector(".lm-Menu-item:has-text('Run All Steps (nb2cwl)')")
+    for label in ("Run Changed Steps", "Run Selected Cells as Steps (nb2cwl)",
+                  "Cancel the Run (nb2cwl)"):
+        assert page.page.locator(f".lm-Menu-item:has-text('{label}')").count() >= 1, label
+    page.shot("lab-run-menu")
+    page.page.keyboard.press("Escape")
+    page.page.click(".lm-MenuBar-item:has-text('View')")
+    page.page.wait_for_selector(".lm-Menu-item:has-text('Show the Step Graph (nb2cwl)')")
+    assert page.page.locator(".lm-Menu-itemLabel:text-is('nb2cwl')").count() == 1
+    page.page.keyboard.press("Escape")
+    cell = page.page.locator(
+        f".jp-Cell:has([data-testid=nb2cwl-badge][data-cell-id='{ids[0]}']) .jp-InputArea")
+    cell.click(button="right")
+    page.page.wait_for_selector(".lm-Menu-item:has-text('Run Selected Cells as Steps (nb2cwl)')")
+    page.shot("lab-cell-context-menu")
+    page.page.keyboard.press("Escape")
+    # the shortcut, in command mode on the notebook
+    page.page.keyboard.press("Escape")
+    cell.click()
+    page.page.keyboard.press("Escape")
+    page.watch_badges()
+    page.page.keyboard.press("Alt+Shift+R")
+    page.page.wait_for_function(
+        "(id) => document.querySelector(`[data-testid=nb2cwl-badge][data-cell-id='${id}']`)"
+        "?.dataset.status === 'done'", arg=ids[-1], timeout=RUN_TIMEOUT_MS)
+    page.assert_no_errors()
+
+
+def test_notebook7_shows_the_panel_from_the_toolbar(page, lab):
+    page.open("demo.ipynb", app="notebook")
+    button = page.page.locator("[data-jp-item-name=nb2cwl]")
+    button.wait_for(state="visible")
+    button.click()
+    page.page.wait_for_selector("#nb2cwl-sidebar", state="visible")
+    page.shot("notebook7-toolbar-panel")
+    page.assert_no_errors(allowed=NOTEBOOK7_OWN_ERRORS)

@@ -21,6 +21,7 @@ export namespace CommandIDs {
   export const runSelected = 'nb2cwl:run-selected';
   export const cancel = 'nb2cwl:cancel';
   export const showGraph = 'nb2cwl:show-graph';
+  export const showPanel = 'nb2cwl:show-panel';
 }
 
 const RUN_ARGS_SCHEMA = {

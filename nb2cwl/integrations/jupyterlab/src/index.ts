@@ -8,12 +8,14 @@ import {
   type JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
+import { IMainMenu } from '@jupyterlab/mainmenu';
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 
 import { Nb2cwlApi } from './api';
 import { CommandIDs, registerCommands, selectedCellIds } from './commands';
 import { GraphView } from './graph';
 import { SessionManager } from './manager';
+import { placeCommands } from './menus';
 import type { NotebookSession } from './session';
 import { Nb2cwlSidebar } from './sidebar';
 
@@ -50,13 +52,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
     'Run a notebook as a StreamFlow workflow with nb2cwl: side panel, cell badges, live outputs, step graph.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ICommandPalette, ILayoutRestorer, ILabShell],
+  optional: [ICommandPalette, ILayoutRestorer, ILabShell, IMainMenu],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
-    labShell: ILabShell | null
+    labShell: ILabShell | null,
+    mainMenu: IMainMenu | null
   ) => {
     const api = new Nb2cwlApi(app.serviceManager.serverSettings);
     const manager = new SessionManager(api, tracker, app.serviceManager.events);
@@ -116,6 +119,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       showGraph,
       palette
     });
+
+    placeCommands(app, tracker, mainMenu, sidebar);
 
     // Keep the commands' enabled state (buttons, palette) in step with runs.
     manager.eventReceived.connect((_, event) => {

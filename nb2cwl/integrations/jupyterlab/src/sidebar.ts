@@ -403,7 +403,7 @@ export class Nb2cwlSidebar extends Widget {
       return { text: 'Analysing the notebook…', state: 'idle' };
     }
     return {
-      text: `Ready: ${session.graph.steps.length} steps`,
+      text: `Ready: ${session.graph.steps.length} step${session.graph.steps.length === 1 ? '' : 's'}`,
       state: 'idle'
     };
   }
