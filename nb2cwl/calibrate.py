@@ -19,9 +19,10 @@ import nbformat
 from nb2cwl.api import compile_to_directory
 from nb2cwl.backends.calibration import calibration_file, save_calibration
 from nb2cwl.backends.deployments import default_deployment
-from nb2cwl.launch import run_workflow
+from nb2cwl.launch import Engine, run_workflow
 from nb2cwl.options import CompileOptions
 from nb2cwl.passes.cost_model import Costs
+from nb2cwl.scratch import WORKDIR_ENV
 
 CHAIN = 6  # trivial cells in the chain
 PAYLOAD = 32 * 2**20  # bytes handed between two steps
@@ -61,8 +62,11 @@ def _best(work: str, label: str, cells: list[str], options: CompileOptions,
     out = os.path.join(work, f"{label}-wf")
     workflow, _ = compile_to_directory(path, out, options)
     best = float("inf")
+    # StreamFlow's job folders go in `work`, removed with it (else $TMPDIR/streamflow keeps them)
+    engine_work = {WORKDIR_ENV: os.path.join(work, "streamflow")}
     for _ in range(repeats):
         started = time.monotonic()
-        run_workflow(workflow, out, quiet=True, cache=False)
+        run_workflow(workflow, out, quiet=True, cache=False,
+                     new_engine=lambda: Engine(None, extra_env=engine_work))
         best = min(best, time.monotonic() - started)
     return best

@@ -143,7 +143,12 @@ def test_profile_records_seconds_memory_and_value_sizes(tmp_path, capsys):
 def test_calibrate_measures_and_keeps_the_costs(tmp_path, monkeypatch, capsys):
     calibration = tmp_path / "calibration.json"
     monkeypatch.setenv("NB2CWL_CALIBRATION", str(calibration))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # StreamFlow's default scratch
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr("tempfile.tempdir", None)
     assert main(["calibrate", "--repeats", "1"]) == 0
+    left = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "tmp").rglob("*"))
+    assert left in ([], ["tmp/streamflow"]), left  # StreamFlow's job folders went with the runs
     kept = json.loads(calibration.read_text())["local"]
     assert 0.001 <= kept["step_seconds"] < 10 and kept["bytes_per_second"] > 1e5
     path = make_notebook(tmp_path, [HEAVY.format(name="a", value="1"), "print(a)"])
