@@ -126,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="when the run ends, remove the least recently used entries of the "
                           "step cache until it fits in SIZE (500M, 2G, or bytes); default: "
                           "$NB2CWL_CACHE_LIMIT, else no limit (nb2cwl cache OUTPUT lists it)")
+    run.add_argument("--keep-runs", metavar="N",
+                     help="when the run ends, remove the oldest OUTPUT/runs/<n> folders beyond "
+                          "the newest N (this run's included); default: $NB2CWL_KEEP_RUNS, else "
+                          "every run is kept")
     run.add_argument("--keep-values", action="store_true",
                      help="each step also keeps the variables its cells define that no later "
                           "step reads (in OUTPUT/.nb2cwl-cache), so that they can be loaded "

@@ -30,6 +30,8 @@ def run_command(args: argparse.Namespace, options: CompileOptions, out_dir: str)
     import shutil
 
     from nb2cwl.errors import OptionError, RunInterrupted
+    from nb2cwl.kept_runs import ENV as KEEP_ENV
+    from nb2cwl.kept_runs import parse_keep, prune_runs
     from nb2cwl.launch import StepServer
     from nb2cwl.run_events import RunEvents
     from nb2cwl.scratch import remove_stale, scratch_folder
@@ -47,6 +49,11 @@ def run_command(args: argparse.Namespace, options: CompileOptions, out_dir: str)
             parse_size(limit)
         except ValueError as exc:
             raise OptionError(f"--cache-limit: {exc}") from None
+    kept = getattr(args, "keep_runs", None) or os.environ.get(KEEP_ENV)
+    try:
+        keep = parse_keep(kept) if kept else None
+    except ValueError as exc:
+        raise OptionError(f"--keep-runs: {exc}") from None
     server = StepServer()
     work = scratch_folder("work")  # StreamFlow's folders of the local steps (nb2cwl.scratch)
     try:
@@ -65,6 +72,10 @@ def run_command(args: argparse.Namespace, options: CompileOptions, out_dir: str)
         pruned = apply_limit(out_dir, limit)
         if pruned:
             print(f"nb2cwl: note: {pruned}", file=sys.stderr)
+        old_runs = prune_runs(out_dir, keep)
+        if old_runs:
+            print(f"nb2cwl: note: removed {len(old_runs)} older run folder(s) (--keep-runs "
+                  f"{keep}): {', '.join(old_runs)}", file=sys.stderr)
 
 
 def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,

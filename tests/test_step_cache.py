@@ -101,3 +101,27 @@ def test_half_written_entries_go_and_a_run_in_progress_is_never_pruned(tmp_path:
         "nb2cwl: error: --max-size: 'big' is not a size (e.g. 500M, 2G, 800000)"
     missing = _nb2cwl("cache", str(tmp_path / "nowhere"), check=False)
     assert missing.returncode == 1 and "has no step cache" in missing.stderr
+
+
+def test_keep_runs_removes_the_oldest_run_folders_when_a_run_ends(tmp_path: Path) -> None:
+    notebook = write_notebook(tmp_path / "nb.ipynb", "print('hello')")
+    out = tmp_path / "wf"
+
+    def run(*extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o",
+                               str(out), "--quiet", *extra], capture_output=True, text=True,
+                              timeout=300, env={**os.environ, **(env or {})})
+
+    for _ in range(3):
+        assert run().returncode == 0
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["1", "2", "3"]
+    kept = run("--keep-runs", "2")
+    assert kept.returncode == 0, kept.stderr
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["3", "4"]
+    assert f"removed 2 older run folder(s) (--keep-runs 2): {out / 'runs' / '1'}" in kept.stderr
+    assert run(env={"NB2CWL_KEEP_RUNS": "1"}).returncode == 0
+    assert [p.name for p in (out / "runs").iterdir()] == ["5"]
+    refused = run("--keep-runs", "0")
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == ("nb2cwl: error: --keep-runs: 0: keep at least the run "
+                                      "just made (1)")
