@@ -54,6 +54,7 @@ _DISK_FULL = re.compile(r"No space left on device|database or disk is full|Disk 
 _SCHEDULED = re.compile(r"Scheduled job \S+ with job id (\S+)")
 _COMPLETED = re.compile(r"COMPLETED Step /(\S+)")
 _FAILED = re.compile(r"FAILED (?:Step|Job) /(\S+)")
+_RETRIED = re.compile(r"FAILED Job /(\S+?)/")
 
 
 @dataclass
@@ -317,7 +318,8 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                  debug: bool = False, engine: Engine | None = None,
                  cache: bool = True, configs: list[str] | None = None,
                  new_engine: Callable[[], Engine] | None = None,
-                 at_once: int = 0, events: RunEvents | None = None) -> RunSummary:
+                 at_once: int = 0, events: RunEvents | None = None,
+                 retries: int = 0) -> RunSummary:
     """Run `out_dir/streamflow.yml`, or the StreamFlow configs `configs` (a sweep: one per
     combination, each its own StreamFlow process from `new_engine`, `at_once` of them at a
     time, 0: all), into one new runs/<n>; raise RunError with the failing cell when a step
@@ -327,9 +329,12 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     started, then raises RunInterrupted; so does any other exception, which is then raised
     again. `events` gets the run's progress (steps queued, running, done; cells' outputs),
     and tells each step's outcome (reused, failed, ...) in the lines printed as steps end.
+    `retries`: the workflow's StreamFlow retries a job whose process died that many times
+    (--retries); a job's failure is then told as a retry, not as the step's end.
     """
     configs = configs or [os.path.join(out_dir, "streamflow.yml")]
     total = len(workflow.steps) + 1
+    retrying: set[str] = set()  # the jobs StreamFlow's failure manager runs again
     done: list[str] = []
     logs: dict[int, list[str]] = {}
     engines: list[Engine] = []
@@ -360,6 +365,13 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                         sys.stderr.write(line)
                     if _DISK_FULL.search(line):  # StreamFlow would wait on, forever
                         raise RunError(disk_full_message(line, out_dir, results))
+                    again = _RETRIED.search(line) if retries else None
+                    if again and "Execution aborted" not in line:  # StreamFlow runs it again
+                        if again.group(1) not in retrying and not quiet:
+                            display.line(f"      {again.group(1)} failed; StreamFlow runs it "
+                                         f"again (--retries {retries})")
+                        retrying.add(again.group(1))
+                        continue
                     if events is not None:
                         _tell_events(events, line)
                     match = _COMPLETED.search(line) or _FAILED.search(line)

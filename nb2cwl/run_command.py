@@ -138,7 +138,7 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
                                engine=engine, cache=not args.no_cache, configs=configs,
                                new_engine=new_engine,
                                at_once=_combinations_at_once(options) if sweep else 0,
-                               events=events)
+                               events=events, retries=options.retries)
     except RunError as exc:
         advice = None if isinstance(exc, RunInterrupted) else missing_library_advice(
             str(exc), options.python)

@@ -78,6 +78,27 @@ def test_crashed_step_is_retried(tmp_path: Path) -> None:
     assert (tmp_path / "tried").exists()
 
 
+def test_the_progress_tells_a_retry_and_then_the_steps_end(tmp_path: Path) -> None:
+    """Through the CLI: the job that died is told as run again, not as the step failing."""
+    import subprocess
+    import sys
+
+    path = notebook(tmp_path / "kill.ipynb",
+                    ["x = 41", KILL_ONCE.format(marker=str(tmp_path / "tried"))])
+    done = subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(path), "-o",
+                           str(tmp_path / "wf"), "--granularity", "cell", "--retries", "2"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    retried = [n for n, line in enumerate(lines)
+               if "failed; StreamFlow runs it again (--retries 2)" in line]
+    assert len(retried) == 1, done.stdout
+    step = lines[retried[0]].split()[0]
+    ends = [line for line in lines if line.startswith("[") and f" {step} " in line]
+    assert ends == [ends[0]] and " done (" in ends[0], done.stdout
+    assert not any(" failed (" in line for line in lines), done.stdout
+
+
 def test_crashed_step_without_retries_fails(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     path = notebook(tmp_path / "kill.ipynb",
