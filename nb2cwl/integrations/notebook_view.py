@@ -53,7 +53,7 @@ def graph_payload(workflow: Workflow) -> dict[str, Any]:
             "name": step.name, "cells": [cell.cell_id for cell in step.cells],
             "indices": [cell.index for cell in step.cells], "role": step.role,
             "deployment": step.target or "local", "reason": "; ".join(step.reasons),
-            "training": step.training is not None}
+            "reasons": list(step.reasons), "training": step.training is not None}
         if step.role == "map" and step.plan is not None and step.plan.chunks:
             entry["shards"] = step.plan.chunks
         steps.append(entry)

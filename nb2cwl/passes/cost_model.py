@@ -124,6 +124,12 @@ SECONDS_FROM = {"profile": "measured by nb2cwl profile", "last run": "measured i
                 "estimate": "estimated from the code"}
 
 
+def about(seconds: float) -> str:
+    """Seconds as a reason states them: "about 0.3 s", "about 12 s", "under 0.01 s" (never
+    "about 8.8e-07 s")."""
+    return "under 0.01 s" if seconds < 0.01 else f"about {seconds:.2g} s"
+
+
 def seconds_source(step: Step) -> str:
     """Where a step's seconds come from, in words (its cells' sources, most trusted first)."""
     found = {cell.seconds_from for cell in step.cells}

@@ -19,6 +19,7 @@ from nb2cwl.ir.validate import InvalidWorkflow, topological_order, validate_work
 from nb2cwl.passes.cost_model import (
     Costs,
     Profile,
+    about,
     costs_for,
     seconds_source,
     step_seconds,
@@ -106,11 +107,10 @@ def _standing_apart(workflow: Workflow, steps: list[Step], costs: Mapping[str, C
                 step = workflow.step(name)
                 boundary = costs_for(step, costs, default)
                 gain = min(seconds, other_seconds) - 2 * boundary.step_seconds
-                reasons[name] = (f"runs beside {other} (neither needs the other): about "
-                                 f"{seconds:.2g} s of work ({seconds_source(step)}), a "
-                                 "boundary costs about "
-                                 f"{boundary.step_seconds:.2g} s here, so about {gain:.2g} s "
-                                 "gained")
+                reasons[name] = (f"runs beside {other} (neither needs the other): "
+                                 f"{about(seconds)} of work ({seconds_source(step)}), a "
+                                 f"boundary costs {about(boundary.step_seconds)} here, so "
+                                 f"{about(gain)} gained")
     return reasons
 
 
@@ -200,10 +200,10 @@ def _merge(segment: list[Step], workflow: Workflow, costs: Mapping[str, Costs],
     boundary = costs_for(segment[0], costs, default)
     crossing = sum(value_bytes(s, var, profile) for s in segment for var in s.outputs)
     reasons.append(
-        f"fused {len(segment)} steps (cells {cells[0].index} to {cells[-1].index}): about "
-        f"{seconds:.2g} s of work with no independent heavy step beside it, so no boundary "
-        f"among them pays (one costs about {boundary.step_seconds:.2g} s"
-        + (f", plus {crossing / boundary.bytes_per_second:.2g} s for the values" if crossing
+        f"fused {len(segment)} steps (cells {cells[0].index} to {cells[-1].index}): "
+        f"{about(seconds)} of work with no independent heavy step beside it, so no boundary "
+        f"among them pays (one costs {about(boundary.step_seconds)}"
+        + (f", plus {about(crossing / boundary.bytes_per_second)} for the values" if crossing
            else "") + f"; {boundary.source})")
     first = segment[0]
     return Step(

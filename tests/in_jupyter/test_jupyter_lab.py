@@ -608,6 +608,26 @@ def test_badges_after_a_cancel_tell_this_run_only(page, lab):
     page.assert_no_errors()
 
 
+def test_the_sidebar_says_why_the_cells_are_grouped(page, lab):
+    page.open("fused_failing.ipynb")
+    page.show_sidebar()
+    wait_badges(page, len(page.code_cell_ids()))
+    steps = page.page.locator("[data-testid=nb2cwl-steps]")
+    steps.locator("summary").click()
+    assert steps.locator("summary").inner_text() == "Steps: 1 step, and why"
+    item = steps.locator(".nb2cwl-step-item")
+    assert item.count() == 1
+    text = item.inner_text()
+    assert "cells_0_to_2 · cells 0, 1, 2 · local" in text, text
+    reasons = item.locator(".nb2cwl-step-reason").all_inner_texts()
+    assert len(reasons) == 1, reasons  # one reason: "; " inside it does not cut it
+    assert reasons[0].startswith("fused 3 steps (cells 0 to 2): under 0.01 s of work with no "
+                                 "independent heavy step beside it, so no boundary among them "
+                                 "pays (one costs about 0.3 s; "), reasons
+    page.shot("lab-steps-why")
+    page.assert_no_errors()
+
+
 def test_a_failure_in_a_fused_step_skips_the_cells_after_it(page, lab):
     page.open("fused_failing.ipynb")
     page.show_sidebar()

@@ -34,6 +34,8 @@ export interface IGraphStep {
   deployment: string;
   role: StepRole;
   reason?: string;
+  /** Each reason apart (`reason` joins them with "; "). */
+  reasons?: string[];
   shards?: number;
 }
 

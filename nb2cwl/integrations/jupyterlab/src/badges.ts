@@ -146,7 +146,9 @@ export class CellBadges implements IDisposable {
     badge.dataset.stale = view.stale ? 'true' : 'false';
     const tooltip = [
       `nb2cwl step ${view.step ?? '(none)'}: ${view.status}`,
-      view.stale ? 'stale: an edit since the last run affects this cell' : '',
+      view.stale && view.status === 'stale'
+        ? 'stale: an edit since the last run affects this cell'
+        : '',
       view.reason ?? ''
     ].filter(Boolean);
     badge.title = tooltip.join('\n');

@@ -182,6 +182,12 @@ export class Nb2cwlSidebar extends Widget {
       testid: 'nb2cwl-inputs'
     });
 
+    // Why the cells are grouped as they are: each step, its cells, its reasons.
+    this._steps = el('details', {
+      className: 'nb2cwl-steps',
+      testid: 'nb2cwl-steps'
+    });
+
     const runsHeader = el('h3', {
       className: 'nb2cwl-runs-title',
       text: 'Runs'
@@ -194,6 +200,7 @@ export class Nb2cwlSidebar extends Widget {
       buttons,
       this._status,
       this._inputs,
+      this._steps,
       runsHeader,
       this._runs
     );
@@ -236,6 +243,7 @@ export class Nb2cwlSidebar extends Widget {
     this._renderButtons();
     this._renderStatus();
     this._renderInputs();
+    this._renderSteps();
     this._renderRuns();
   }
 
@@ -427,6 +435,43 @@ export class Nb2cwlSidebar extends Widget {
     this._inputs.hidden = !text;
   }
 
+  /** The steps and why each is a step: the reasons `nb2cwl explain` gives. */
+  private _renderSteps(): void {
+    const steps = this._session?.graph?.steps ?? [];
+    const key = JSON.stringify(
+      steps.map(s => [s.name, s.indices, s.deployment, s.reasons ?? s.reason])
+    );
+    if (key === this._stepsKey) {
+      return;
+    }
+    this._stepsKey = key;
+    const open = this._steps.open;
+    this._steps.textContent = '';
+    this._steps.hidden = steps.length === 0;
+    const count = `${steps.length} step${steps.length === 1 ? '' : 's'}`;
+    this._steps.append(el('summary', { text: `Steps: ${count}, and why` }));
+    const list = el('ul', { className: 'nb2cwl-steps-list' });
+    for (const step of steps) {
+      const item = el('li', { className: 'nb2cwl-step-item' });
+      item.dataset.step = step.name;
+      const cells = step.indices.length
+        ? ` · cell${step.indices.length === 1 ? '' : 's'} ${step.indices.join(', ')}`
+        : '';
+      item.append(
+        el('div', {
+          className: 'nb2cwl-step-name',
+          text: `${step.name}${cells} · ${step.deployment}`
+        })
+      );
+      for (const reason of step.reasons ?? [step.reason ?? ''].filter(Boolean)) {
+        item.append(el('div', { className: 'nb2cwl-step-reason', text: reason }));
+      }
+      list.append(item);
+    }
+    this._steps.append(list);
+    this._steps.open = open;
+  }
+
   private _renderRuns(): void {
     const session = this._session;
     const runs = session?.runs ?? [];
@@ -590,5 +635,7 @@ export class Nb2cwlSidebar extends Widget {
   private _statusText: HTMLElement;
   private _retry: HTMLButtonElement;
   private _inputs: HTMLElement;
+  private _steps: HTMLDetailsElement;
+  private _stepsKey = '';
   private _runs: HTMLUListElement;
 }
