@@ -240,3 +240,47 @@ def test_multiline_labels_make_taller_wider_boxes() -> None:
     nodes = [GraphNode("a", "x", "step"), GraphNode("b", "a much longer label\nand\nmore", "step")]
     boxes = svg_boxes(render_svg(nodes, [], "t"))
     assert boxes["b"][2] > boxes["a"][2] and boxes["b"][3] > boxes["a"][3]
+
+
+def test_explain_and_graph_show_where_each_step_runs(tmp_path) -> None:
+    """Through the CLI: explain names each step's deployment; the graph labels it, colours
+    the steps by it and shows the colours' legend, in SVG, DOT and Mermaid."""
+    import subprocess
+    import sys
+
+    import nbformat
+
+    cells = ["import time\ntime.sleep(2)\na = 1", "import time\ntime.sleep(2)\nb = 2",
+             "print(a + b)"]
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+
+    def nb2cwl(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "nb2cwl", *args, str(path), "--target",
+                               "cell_1=docker"], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    explained = nb2cwl("explain")
+    headers = [line for line in explained.splitlines() if line.startswith("step ")]
+    assert any("(cell 1)  on docker  after:" in h for h in headers), headers
+    assert any("on local  after:" in h for h in headers), headers
+    svg_path = tmp_path / "g.svg"
+    nb2cwl("graph", "-o", str(svg_path))
+    root = ET.fromstring(svg_path.read_text())
+    steps = {g.get("data-step"): g for g in root.iter(f"{SVG}g") if g.get("data-step")}
+    assert steps["cell_1"].get("data-where") == "docker"
+    fills = {g.get("data-where"): g.find(f"{SVG}rect").get("fill") for g in steps.values()}
+    assert len(set(fills.values())) == 2, fills  # one colour per deployment
+    legend = {g.get("data-where"): "".join(g.itertext()) for g in root.iter(f"{SVG}g")
+              if g.get("class") == "legend"}
+    assert legend == {"docker": "runs on docker", "local": "runs on local"}
+    texts = "".join(steps["cell_1"].itertext())
+    assert "on docker" in texts
+    dot = tmp_path / "g.dot"
+    nb2cwl("graph", "-o", str(dot))
+    assert "on docker" in dot.read_text() and dot.read_text().count("fillcolor=") >= 3
+    mmd = tmp_path / "g.mmd"
+    nb2cwl("graph", "-o", str(mmd))
+    assert ":::on0" in mmd.read_text() and ":::on1" in mmd.read_text()

@@ -148,7 +148,8 @@ def explain_text(workflow: Workflow, plan: DeploymentPlan | None = None) -> str:
     for step in workflow.steps:
         cells = ", ".join(str(c.index) for c in step.cells)
         after = ", ".join(step.depends_on()) or "nothing (can start at once)"
-        lines.append(f"\nstep {step.name}  (cell {cells})  after: {after}")
+        lines.append(f"\nstep {step.name}  (cell {cells})  on {step.target or 'local'}  "
+                     f"after: {after}")
         for item in step.inputs:
             origin = (f"cell {item.producer_cell} ({item.producer})" if item.producer
                       else "beside the notebook (workflow input)")

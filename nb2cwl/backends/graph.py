@@ -20,6 +20,7 @@ class GraphNode:
     id: str
     label: str
     kind: str
+    where: str | None = None  # a step's deployment: steps are coloured by where they run
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,20 @@ def _lines(text: str) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
+#: Fill and stroke of the steps of each deployment, in the order of their names, where the
+#: steps run in more than one (else every step has the first).
+_PLACES = [("#dbe8f8", "#3b6ea8"), ("#efe0f7", "#7b4aa0"), ("#fff4c2", "#a08200"),
+           ("#ffdcdc", "#b03a3a"), ("#d9f2f2", "#2a8080"), ("#e8e8e8", "#555555")]
+
+
+def _colours(nodes: list[GraphNode]) -> dict[str, tuple[str, str]]:
+    """Each deployment's fill and stroke; empty when the steps all run in one."""
+    places = sorted({n.where for n in nodes if n.kind == "step" and n.where})
+    if len(places) < 2:
+        return {}
+    return {place: _PLACES[i % len(_PLACES)] for i, place in enumerate(places)}
+
+
 # ----------------------------------------------------------------------------- DOT
 
 _DOT_STYLE = {
@@ -72,8 +87,13 @@ def render_dot(nodes: list[GraphNode], edges: list[GraphEdge], title: str) -> st
         "  node [fontname=Helvetica, fontsize=11];",
         "  edge [fontname=Helvetica, fontsize=9];",
     ]
+    colours = _colours(nodes)
     for n in nodes:
-        out.append(f"  {_dot_str(n.id)} [label={_dot_str(n.label)}, {_DOT_STYLE[n.kind]}];")
+        style = _DOT_STYLE[n.kind]
+        if n.kind == "step" and n.where in colours:
+            fill, stroke = colours[n.where]
+            style = f'shape=box, style="rounded,filled", fillcolor="{fill}", color="{stroke}"'
+        out.append(f"  {_dot_str(n.id)} [label={_dot_str(n.label)}, {style}];")
     for e in edges:
         attrs = f" [label={_dot_str(e.label)}]" if e.label else ""
         out.append(f"  {_dot_str(e.source)} -> {_dot_str(e.target)}{attrs};")
@@ -119,10 +139,15 @@ def render_mermaid(nodes: list[GraphNode], edges: list[GraphEdge], title: str) -
         "    classDef wfInput fill:#dff2e1,stroke:#3c8c4a",
         "    classDef wfOutput fill:#fdebd3,stroke:#c07a1d",
     ]
+    colours = _colours(nodes)
+    classes = {place: f"on{i}" for i, place in enumerate(colours)}
+    out += [f"    classDef {classes[place]} fill:{fill},stroke:{stroke}"
+            for place, (fill, stroke) in colours.items()]
     for n in nodes:
         text = f'["{_mmd_text(n.label)}"]'
         if n.kind == "step":
-            out.append(f"    {ids[n.id]}{text}")
+            where = f":::{classes[n.where]}" if n.where in classes else ""
+            out.append(f"    {ids[n.id]}{text}{where}")
         else:  # stadium shape plus a colour class for workflow inputs and outputs
             cls = "wfInput" if n.kind == "input" else "wfOutput"
             out.append(f"    {ids[n.id]}({text}):::{cls}")
@@ -341,20 +366,30 @@ def render_svg(nodes: list[GraphNode], edges: list[GraphEdge], title: str) -> st
             halo = ' class="edge-label" fill="#333" stroke="#fff" stroke-width="3" '
             labels.append(_svg_text(mx, my, lines, _EDGE_FONT, halo + 'paint-order="stroke"'))
     parts += labels
+    colours = _colours(nodes)
     for n in nodes:
         cx, top, bw, bh = boxes[n.id]
         rx = 4 if n.kind == "step" else min(14, bh / 2)
         lines = _lines(n.label)
+        fill, stroke = colours.get(n.where or "", (_FILL[n.kind], _STROKE[n.kind])) \
+            if n.kind == "step" else (_FILL[n.kind], _STROKE[n.kind])
+        where = f' data-where="{_xml(n.where)}"' if n.where else ""
         parts.append(
-            (f'<g class="node step nb2cwl-node" data-id="{_xml(n.id)}" data-step="{_xml(n.id)}">'
-             if n.kind == "step" else f'<g class="node {n.kind}" data-id="{_xml(n.id)}">')
+            (f'<g class="node step nb2cwl-node" data-id="{_xml(n.id)}" data-step="{_xml(n.id)}"'
+             f'{where}>' if n.kind == "step" else
+             f'<g class="node {n.kind}" data-id="{_xml(n.id)}">')
             + f'<title>{_xml(n.id)}</title>'
             f'<rect class="node" x="{_num(cx - bw / 2)}" y="{_num(top)}" width="{_num(bw)}" '
-            f'height="{_num(bh)}" rx="{_num(rx)}" fill="{_FILL[n.kind]}" '
-            f'stroke="{_STROKE[n.kind]}" stroke-width="1.5"/>'
+            f'height="{_num(bh)}" rx="{_num(rx)}" fill="{fill}" '
+            f'stroke="{stroke}" stroke-width="1.5"/>'
             + _svg_text(cx, top + _PAD_Y + _LINE_H - 4, lines, _FONT)
             + "</g>"
         )
+    if colours:
+        legend, right = _legend(colours, min(xs), bottom)
+        parts += legend
+        xe.append(right)
+        bottom += _LEGEND_H
     title_line = " ".join(_lines(title))
     lo, hi = min(xs), max(xe)
     half = max((hi - lo) / 2, _text_width(title_line, 8.5) / 2)
@@ -375,6 +410,24 @@ def render_svg(nodes: list[GraphNode], edges: list[GraphEdge], title: str) -> st
         f'font-weight="bold" text-anchor="middle">{_xml(title_line)}</text>\n'
     )
     return head + "\n".join(parts) + ("\n" if parts else "") + "</svg>\n"
+
+
+_LEGEND_H = 24
+
+
+def _legend(colours: dict[str, tuple[str, str]], left: float,
+            top: float) -> tuple[list[str], float]:
+    """A row of swatches under the graph, each deployment's colour and name; its right end."""
+    parts, x = [], left
+    for place, (fill, stroke) in colours.items():
+        text = f"runs on {place}"
+        parts.append(
+            f'<g class="legend" data-where="{_xml(place)}"><rect x="{_num(x)}" '
+            f'y="{_num(top + 6)}" width="14" height="12" rx="2" fill="{fill}" '
+            f'stroke="{stroke}"/><text x="{_num(x + 20)}" y="{_num(top + 16)}" '
+            f'font-size="{_EDGE_FONT}" text-anchor="start">{_xml(text)}</text></g>')
+        x += 34 + _text_width(text, _EDGE_CHAR_W)
+    return parts, x
 
 
 _RENDERERS = {"dot": render_dot, "mmd": render_mermaid, "svg": render_svg}

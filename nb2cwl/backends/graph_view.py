@@ -22,7 +22,9 @@ def workflow_graph(workflow: Workflow) -> tuple[list[GraphNode], list[GraphEdge]
         if step.role == "map" and step.plan is not None:
             method = step.plan.method
             scatter = "\nscatter" + ("" if method == "scatter" else f" ({method})")
-        nodes.append(GraphNode(step.name, f"{step.name}\ncell {cells}{scatter}", "step"))
+        where = step.target or "local"
+        nodes.append(GraphNode(step.name, f"{step.name}\ncell {cells}{scatter}\non {where}",
+                               "step", where))
         by_source: dict[str, list[str]] = {}
         external = workflow.external_numbers
         for item in step.inputs:

@@ -291,6 +291,24 @@ def wait_badges(page: Page, n: int) -> None:
         }""", arg=n, timeout=30_000)
 
 
+def open_with_badges(page: Page, path: str) -> list[str]:
+    """Open the notebook with the sidebar shown, once every code cell has its badge; the
+    code cells' ids."""
+    page.open(path)
+    page.show_sidebar()
+    ids = page.code_cell_ids()
+    wait_badges(page, len(ids))
+    return ids
+
+
+def wait_badge(page: Page, cell_id: str, status: str, timeout: float = 30_000) -> None:
+    """The cell's badge shows `status`."""
+    page.page.wait_for_function(
+        "([id, status]) => document.querySelector("
+        "`[data-testid=nb2cwl-badge][data-cell-id='${id}']`)?.dataset.status === status",
+        arg=[cell_id, status], timeout=timeout)
+
+
 def _kernel_run(path: Path) -> nbformat.NotebookNode:
     """The notebook run top to bottom in a kernel (nbclient), as Jupyter's Run All."""
     notebook = nbformat.read(str(path), as_version=4)
@@ -372,10 +390,7 @@ def test_lab_loads_sidebar_commands_badges(page, lab):
 def test_run_all_streams_outputs(page, lab):
     nb_file = lab["root"] / "demo.ipynb"
     before = nb_file.read_bytes()
-    page.open("demo.ipynb")
-    page.show_sidebar()
-    ids = page.code_cell_ids()
-    wait_badges(page, len(ids))
+    ids = open_with_badges(page, "demo.ipynb")
     page.watch_badges()
     run_id = page.execute("nb2cwl:run-all", {"deployment": "local"})
     assert re.fullmatch(r"[A-Za-z0-9_.-]+", run_id)
@@ -426,10 +441,7 @@ def test_run_all_streams_outputs(page, lab):
 
 
 def test_edit_marks_stale_then_run_changed_reuses(page, lab):
-    page.open("demo.ipynb")
-    page.show_sidebar()
-    ids = page.code_cell_ids()
-    wait_badges(page, len(ids))
+    ids = open_with_badges(page, "demo.ipynb")
     # a finished run first (the previous test's, or a new one)
     page.page.wait_for_function(
         "() => /Run changed \\(\\d+\\)/.test(document.querySelector("
@@ -484,10 +496,7 @@ def test_edit_marks_stale_then_run_changed_reuses(page, lab):
 
 
 def test_run_selected_then_run_again(page, lab):
-    page.open("demo.ipynb")
-    page.show_sidebar()
-    ids = page.code_cell_ids()
-    wait_badges(page, len(ids))
+    ids = open_with_badges(page, "demo.ipynb")
     page.wait_run(page.execute("nb2cwl:run-all", {"deployment": "local"}))
     page.page.wait_for_function(
         "() => document.querySelector('[data-testid=nb2cwl-run-changed]').textContent"
@@ -519,10 +528,7 @@ def test_run_selected_then_run_again(page, lab):
 
 
 def test_cancel_a_running_run(page, lab):
-    page.open("slow.ipynb")
-    page.show_sidebar()
-    ids = page.code_cell_ids()
-    wait_badges(page, len(ids))
+    ids = open_with_badges(page, "slow.ipynb")
     run_id = page.execute("nb2cwl:run-all", {"deployment": "local"})
     page.page.wait_for_selector(
         f'[data-testid=nb2cwl-badge][data-cell-id="{ids[1]}"][data-status=running]',
@@ -576,14 +582,9 @@ def test_badges_after_a_cancel_tell_this_run_only(page, lab):
     """A run that finished, then one cancelled in its second cell: the first cell is done,
     the second cancelled (not skipped), the third never ran in this run (not the earlier
     run's done); the running cell showed Jupyter's [*] prompt."""
-    page.open("gated.ipynb")
-    page.show_sidebar()
-    ids = page.code_cell_ids()
-    wait_badges(page, len(ids))
+    ids = open_with_badges(page, "gated.ipynb")
     page.wait_run(page.execute("nb2cwl:run-all", {"deployment": "local"}))
-    page.page.wait_for_function(
-        "(id) => document.querySelector(`[data-testid=nb2cwl-badge][data-cell-id='${id}']`)"
-        ".dataset.status === 'done'", arg=ids[2])
+    wait_badge(page, ids[2], "done")
     gate = lab["root"] / "gate"
     gate.touch()
     try:
@@ -598,9 +599,7 @@ def test_badges_after_a_cancel_tell_this_run_only(page, lab):
         page.wait_run(run_id, statuses=("cancelled",), timeout=25_000)
     finally:
         gate.unlink()
-    page.page.wait_for_function(
-        "(id) => document.querySelector(`[data-testid=nb2cwl-badge][data-cell-id='${id}']`)"
-        ".dataset.status === 'cancelled'", arg=ids[1])
+    wait_badge(page, ids[1], "cancelled")
     statuses = _badge_statuses(page)
     assert statuses == {ids[0]: "done", ids[1]: "cancelled", ids[2]: "skipped"}, statuses
     assert "*" not in _prompt(page, ids[1])
@@ -629,15 +628,10 @@ def test_the_sidebar_says_why_the_cells_are_grouped(page, lab):
 
 
 def test_a_failure_in_a_fused_step_skips_the_cells_after_it(page, lab):
-    page.open("fused_failing.ipynb")
-    page.show_sidebar()
-    ids = page.code_cell_ids()
-    wait_badges(page, len(ids))
+    ids = open_with_badges(page, "fused_failing.ipynb")
     run_id = page.execute("nb2cwl:run-all", {"deployment": "local"})
     page.wait_run(run_id, statuses=("failed",))
-    page.page.wait_for_function(
-        "(id) => document.querySelector(`[data-testid=nb2cwl-badge][data-cell-id='${id}']`)"
-        ".dataset.status === 'failed'", arg=ids[1])
+    wait_badge(page, ids[1], "failed")
     statuses = _badge_statuses(page)
     assert statuses == {ids[0]: "done", ids[1]: "failed", ids[2]: "skipped"}, statuses
     page.assert_no_errors()
@@ -671,10 +665,7 @@ def test_graph_view_colours_and_selects(page, lab):
 
 
 def test_scatter_shows_shards(page, lab):
-    page.open("scatter.ipynb")
-    page.show_sidebar()
-    ids = page.code_cell_ids()
-    wait_badges(page, len(ids))
+    ids = open_with_badges(page, "scatter.ipynb")
     page.execute("nb2cwl:show-graph")
     page.page.wait_for_selector("#nb2cwl-graph g.nb2cwl-node[data-step$=_map]")
     page.watch_badges()
@@ -699,16 +690,11 @@ def test_scatter_shows_shards(page, lab):
 
 
 def test_failed_run(page, lab):
-    page.open("failing.ipynb")
-    page.show_sidebar()
-    ids = page.code_cell_ids()
-    wait_badges(page, len(ids))
+    ids = open_with_badges(page, "failing.ipynb")
     page.watch_badges()
     run_id = page.execute("nb2cwl:run-all", {"deployment": "local"})
     page.wait_run(run_id, statuses=("failed",))
-    page.page.wait_for_function(
-        "(id) => document.querySelector(`[data-testid=nb2cwl-badge][data-cell-id='${id}']`)"
-        ".dataset.status === 'failed'", arg=ids[1])
+    wait_badge(page, ids[1], "failed")
     statuses = {b["cell"]: b["status"] for b in page.badges()}
     assert statuses[ids[0]] == "done", statuses
     assert statuses[ids[2]] in ("skipped", "idle"), statuses
@@ -869,10 +855,7 @@ if __name__ == "__main__":  # pragma: no cover
 def test_nb2cwl_is_where_users_look_for_a_run(page, lab):
     """The Run menu, the cells' context menu and a shortcut in JupyterLab (in Notebook 7,
     where the panel has no tab, a toolbar button shows it: the next test)."""
-    page.open("demo.ipynb")
-    page.show_sidebar()
-    ids = page.code_cell_ids()
-    wait_badges(page, len(ids))
+    ids = open_with_badges(page, "demo.ipynb")
     page.page.click(".lm-MenuBar-item:has-text('Run')")
     page.page.wait_for_selector(".lm-Menu-item:has-text('Run All Steps (nb2cwl)')")
     for label in ("Run Changed Steps", "Run Selected Cells as Steps (nb2cwl)",
@@ -896,9 +879,7 @@ def test_nb2cwl_is_where_users_look_for_a_run(page, lab):
     page.page.keyboard.press("Escape")
     page.watch_badges()
     page.page.keyboard.press("Alt+Shift+R")
-    page.page.wait_for_function(
-        "(id) => document.querySelector(`[data-testid=nb2cwl-badge][data-cell-id='${id}']`)"
-        "?.dataset.status === 'done'", arg=ids[-1], timeout=RUN_TIMEOUT_MS)
+    wait_badge(page, ids[-1], "done", timeout=RUN_TIMEOUT_MS)
     page.assert_no_errors()
 
 
