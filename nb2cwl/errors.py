@@ -7,19 +7,24 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Location:
-    """Where something is in a notebook; cell_index counts every cell, markdown included."""
+    """Where something is in a notebook; cell_index counts every cell, markdown included (as
+    explain, the graph and the step names do); `prompt` is the number Jupyter shows the code
+    cell with after a Run All in a new kernel, `In [prompt]`."""
 
     notebook: str
     cell_index: int | None = None
     cell_id: str | None = None
     line: int | None = None
+    prompt: int | None = None
 
     def __str__(self) -> str:
         parts = [self.notebook]
         if self.cell_index is not None:
             cell = f"cell {self.cell_index}"
-            if self.cell_id:
-                cell += f" (id {self.cell_id})"
+            named = [f"In [{self.prompt}]"] if self.prompt else []
+            named += [f"id {self.cell_id}"] if self.cell_id else []
+            if named:
+                cell += f" ({', '.join(named)})"
             parts.append(cell)
         if self.line is not None:
             parts.append(f"line {self.line}")

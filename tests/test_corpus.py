@@ -21,7 +21,7 @@ ERRORS = {
     "r_kernel.ipynb": ("Python notebooks", None),
     "garbage.ipynb": ("not a notebook", None),
     "hostile_cell_id.ipynb": ("cells/1/id", None),
-    "syntax_error.ipynb": ("SyntaxError", "cell 2 (id cell-1), line 2"),
+    "syntax_error.ipynb": ("SyntaxError", "cell 2 (In [2], id cell-1), line 2"),
     "deeply_nested.ipynb": ("nested too deeply", "cell 1"),
 }
 # notebooks that compile and must give Jupyter's outputs (errors included)

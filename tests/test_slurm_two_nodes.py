@@ -306,8 +306,9 @@ def test_a_worker_killed_mid_training_names_its_node_and_the_next_run_reuses(
     assert run.returncode == 1
     assert time.monotonic() - killed < 60  # not the rendezvous timeout, not an hour
     errors = [line for line in err.splitlines() if line.startswith("nb2cwl: error:")]
-    assert errors == [f"nb2cwl: error: step {errors[0].split()[3]} failed at long.ipynb, cell 5: "
-                      "training worker 1 on node2: Killed; the other workers were stopped"], err
+    assert errors == [f"nb2cwl: error: step {errors[0].split()[3]} failed at long.ipynb, "
+                      "cell 5 (In [6]): training worker 1 on node2: Killed; the other workers "
+                      "were stopped"], err
     assert "Traceback" not in err
     _until_gone(cluster)  # a failed job stays in squeue, COMPLETING, while slurmd tidies up
     assert not _workers(cluster)
@@ -404,9 +405,9 @@ def test_a_node_lost_mid_training_is_named_and_the_next_run_reuses(
     assert time.monotonic() - lost < 60
     errors = [line for line in err.splitlines() if line.startswith("nb2cwl: error:")]
     assert len(errors) == 1 and errors[0].endswith(
-        "failed at lost.ipynb, cell 5: training worker 1 on node2: the node stopped answering "
-        "(neither its slurmd nor the worker for 15 s: the machine is down or cut off); the "
-        "other workers were stopped"), err
+        "failed at lost.ipynb, cell 5 (In [6]): training worker 1 on node2: the node stopped "
+        "answering (neither its slurmd nor the worker for 15 s: the machine is down or cut "
+        "off); the other workers were stopped"), err
     assert "Traceback" not in err
     _until_gone(cluster, 60)
     assert not _workers(cluster)

@@ -656,7 +656,8 @@ def test_a_keras_error_on_several_workers_names_the_notebooks_line(tmp_path: Pat
     lines = done.stderr.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("nb2cwl: error:"))
     assert lines[first].startswith("nb2cwl: error: step ") and lines[first].endswith(
-        "failed at shapes.ipynb, cell 3 (id " + notebook.cells[3].id + "), line 2:"), lines[first]
+        "failed at shapes.ipynb, cell 3 (In [4], id " + notebook.cells[3].id + "), line 2:"
+    ), lines[first]
     assert lines[first + 1].strip() == "history = model.fit(x, y, batch_size=16, epochs=1, " \
                                        "verbose=0)"
     assert lines[first + 2].startswith("ValueError"), lines[first + 2]

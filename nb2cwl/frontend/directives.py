@@ -47,7 +47,7 @@ class CellDirectives:
 
 def read_directives(cell: Cell, notebook: str) -> CellDirectives:
     """Parse the tags and `workflow` metadata of `cell`; raise DirectiveError when malformed."""
-    where = Location(notebook, cell.index, cell.cell_id)
+    where = Location(notebook, cell.index, cell.cell_id, prompt=cell.prompt)
     kale = _kale(cell.tags, where)
     skip = TAG_SKIP in cell.tags or TAG_NOT_CHOSEN in cell.tags or kale["kale_role"] == "skip"
     names = [t[len(TAG_STEP):].strip() for t in cell.tags if t.startswith(TAG_STEP)]

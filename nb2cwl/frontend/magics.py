@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 
 from IPython.core.inputtransformer2 import TransformerManager
 
@@ -63,7 +64,7 @@ def find_magics(code: str) -> list[Magic]:
 
 
 def _at(where: Location, line: int | None) -> Location:
-    return Location(where.notebook, where.cell_index, where.cell_id, line)
+    return replace(where, line=line)
 
 
 #: nb2cwl's own magics (nb2cwl/integrations/ipython): they drive nb2cwl from Jupyter, and a

@@ -35,6 +35,7 @@ class Cell:
     magics: tuple[Magic, ...] = ()
     first_line: int | None = None  # a script's cell: the file's line of the cell's line 1
     own_magics: int = 0  # lines of nb2cwl's own magics, made comments (not run in steps)
+    prompt: int | None = None  # a code cell's In [n] after a Run All in a new kernel
 
     @property
     def is_code(self) -> bool:
@@ -62,4 +63,4 @@ class Notebook:
         """A Location in this notebook."""
         if cell is None:
             return Location(self.name, line=line)
-        return Location(self.name, cell.index, cell.cell_id, line)
+        return Location(self.name, cell.index, cell.cell_id, line, cell.prompt)

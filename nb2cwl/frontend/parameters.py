@@ -73,14 +73,14 @@ def find_parameters(cells: tuple[Cell, ...], notebook: str, notebook_dir: str
         notes.append(Diagnostic(
             "parameters-cell", "another cell is tagged as the parameters cell; as papermill "
             f"does, only the first (cell {cell.index}) declares the workflow's inputs",
-            Location(notebook, other.index, other.cell_id), "note"))
+            Location(notebook, other.index, other.cell_id, prompt=other.prompt), "note"))
     try:
         tree = ast.parse(cell.code)
     except SyntaxError:
         return ParameterCell(cell.index, cell.cell_id, (), tuple(notes))  # reported elsewhere
     found: dict[str, Parameter] = {}
     for statement in tree.body:
-        where = Location(notebook, cell.index, cell.cell_id, statement.lineno)
+        where = Location(notebook, cell.index, cell.cell_id, statement.lineno, cell.prompt)
         target, value = _assignment(statement)
         if target is None:
             if not isinstance(statement, ast.Expr) or not isinstance(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 from nb2cwl.errors import CellSyntaxError, Location
 
@@ -19,8 +20,7 @@ def check_syntax(code: str, source: str, where: Location) -> None:
             if 0 < line <= len(lines):
                 text = f": {lines[line - 1].strip()[:80]}"
         message = f"SyntaxError: {exc.msg}{text}"
-        raise CellSyntaxError(message, Location(where.notebook, where.cell_index,
-                                                where.cell_id, line)) from None
+        raise CellSyntaxError(message, replace(where, line=line)) from None
     except (ValueError, RecursionError, MemoryError) as exc:
         kind = type(exc).__name__
         raise CellSyntaxError(f"the cell cannot be parsed ({kind}): it is nested too deeply for "

@@ -38,7 +38,12 @@ def read_notebook(path: str, content: str | None = None) -> Notebook:
     where = Location(name)
     nb = read_document(path) if content is None else read_document(content, name)
     _check_kernel(nb, where)
-    cells = tuple(_make_cell(nb_cell, index, name) for index, nb_cell in enumerate(nb.cells))
+    prompts: dict[int, int] = {}  # each code cell's In [n] after a Run All in a new kernel
+    for index, nb_cell in enumerate(nb.cells):
+        if nb_cell.get("cell_type") == "code":
+            prompts[index] = len(prompts) + 1
+    cells = tuple(_make_cell(nb_cell, index, name, prompts.get(index))
+                  for index, nb_cell in enumerate(nb.cells))
     if is_script(path):
         cells = _with_file_lines(cells, path)
     parameters = find_parameters(cells, name, os.path.dirname(os.path.abspath(path)))
@@ -160,7 +165,8 @@ def _check_kernel(nb: nbformat.NotebookNode, where: Location) -> None:
         )
 
 
-def _make_cell(nb_cell: nbformat.NotebookNode, index: int, notebook: str) -> Cell:
+def _make_cell(nb_cell: nbformat.NotebookNode, index: int, notebook: str,
+               prompt: int | None = None) -> Cell:
     source = nb_cell.get("source", "")
     if isinstance(source, list):
         source = "".join(source)
@@ -170,14 +176,14 @@ def _make_cell(nb_cell: nbformat.NotebookNode, index: int, notebook: str) -> Cel
     if nb_cell.get("cell_type") != "code":
         return Cell(index, cell_id, str(nb_cell.get("cell_type")), source, tags=tags,
                     metadata=metadata)
-    where = Location(notebook, index, cell_id)
+    where = Location(notebook, index, cell_id, prompt=prompt)
     source, deployment, turned = own_magics(source)
     if deployment and "workflow" not in metadata:  # %%nb2cwl step --deployment NAME
         metadata["workflow"] = {"target": {"deployment": deployment}}
     code, magics = convert_cell(source, where)
     check_syntax(code, source, where)
     return Cell(index, cell_id, "code", source, code, tags, metadata, magics,
-                own_magics=turned)
+                own_magics=turned, prompt=prompt)
 
 
 def safe_name(text: str) -> str:

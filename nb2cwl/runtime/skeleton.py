@@ -49,8 +49,8 @@ def run_part(role: str, cell: dict[str, Any], spec: dict[str, Any], args: Argume
             split_report = json.load(handle)
         prefix = (split_report.get("prefix_events", []), split_report.get("prefix_duration", 0))
         where = (f"nb2cwl: step {spec['step']} failed at {spec['notebook']}, cell "
-                 f"{cell['index']} (id {cell['id']}), line {plan['line']}, in an iteration "
-                 "of the loop")
+                 f"{cell['index']} (In [{cell['execution_count']}], id {cell['id']}), line "
+                 f"{plan['line']}, in an iteration of the loop")
         items: list[float] = []
         try:
             outputs, seconds = gather(plan, namespace, args.get("results", []), prefix,

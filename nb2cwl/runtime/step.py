@@ -85,8 +85,11 @@ def run_step(spec: dict[str, Any], argv: list[str]) -> int:
                 if status == 0:
                     _store_workers_outputs(key, out)
                 elif training_workers.failure is not None:  # the cause, last in the log
+                    count = next((c["execution_count"] for c in spec["cells"]
+                                  if c["index"] == plan["cell"]), None)
+                    prompt = f" (In [{count}])" if count else ""
                     sys.stderr.write(f"nb2cwl: step {spec['step']} failed at "
-                                     f"{spec['notebook']}, cell {plan['cell']}: "
+                                     f"{spec['notebook']}, cell {plan['cell']}{prompt}: "
                                      f"{training_workers.failure}\n")
                 return status
         return _execute(spec, args, root, out, key, raw_parameters)
@@ -267,7 +270,8 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
         _record_failure(report, out, failure.cell["index"], str(failure))
     except values.TransferError as exc:
         last = spec["cells"][-1]
-        message = (f"nb2cwl: {spec['notebook']}, cell {last['index']} (id {last['id']}): "
+        message = (f"nb2cwl: {spec['notebook']}, cell {last['index']} "
+                   f"(In [{last['execution_count']}], id {last['id']}): "
                    f"{exc}")
         _record_failure(report, out, last["index"], message)
     finally:
@@ -523,7 +527,8 @@ def _failure_message(spec: dict[str, Any], cell: dict[str, Any], exc: BaseExcept
     line = frames[-1].lineno if frames else getattr(exc, "lineno", None)
     if isinstance(exc, SyntaxError):
         line = exc.lineno
-    where = f"{spec['notebook']}, cell {cell['index']} (id {cell['id']})"
+    where = (f"{spec['notebook']}, cell {cell['index']} (In [{cell['execution_count']}], "
+             f"id {cell['id']})")
     lines = cell["code"].splitlines()
     text = ""
     if line:
