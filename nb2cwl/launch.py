@@ -18,8 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nb2cwl.backends.naming import EXECUTED_SUFFIX, HASH_SEED, executed_name
-from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE, RUNTIME_SOURCE
+from nb2cwl.backends.naming import (
+    EXECUTED_SUFFIX,
+    HASH_SEED,
+    RUNTIME_PACKAGE,
+    RUNTIME_SOURCE,
+    executed_name,
+)
 from nb2cwl.engine import NO_KUBERNETES_ENV, PARENT_ENV
 from nb2cwl.errors import RunError, RunInterrupted
 from nb2cwl.ir.model import Workflow

@@ -109,3 +109,16 @@ def _compiled_scatter(tmp_path: Path) -> Path:
     subprocess.run([sys.executable, "-m", "nb2cwl", str(notebook), "-o", str(out)],
                    check=True, capture_output=True, timeout=120)
     return out
+
+
+def test_the_launcher_starts_streamflow_before_importing_the_compiler() -> None:
+    """`nb2cwl run` starts StreamFlow's process before it compiles: what it imports to get
+    there must not include the compiler's heavy libraries (cwl-utils, nbformat, astroid), or
+    StreamFlow starts that much later."""
+    check = ("import sys\nimport nb2cwl.run_command, nb2cwl.launch\n"
+             "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
+             "{'cwl_utils', 'nbformat', 'astroid', 'IPython', 'schema_salad'})\n"
+             "assert not heavy, heavy\nprint('ok')")
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import default_stop_signals
 
-from nb2cwl.backends.writer import RUNTIME_SOURCE
+from nb2cwl.backends.naming import RUNTIME_SOURCE
 from nb2cwl.cli import main
 
 # a stand-in for a generated step script: the launcher's shape, with a body the test chooses

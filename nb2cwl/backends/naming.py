@@ -4,6 +4,7 @@ launcher imports it at start-up)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from nb2cwl.ir.model import Workflow
 
@@ -15,6 +16,9 @@ RUN_LOCK = ".nb2cwl-run.lock"
 #: Every step hashes strings alike (PYTHONHASHSEED): a set of strings, or a dict built from one,
 #: iterates in one order in every step, as in one kernel; each new process would pick its own.
 HASH_SEED = "0"
+RUNTIME_PACKAGE = "nb2cwl_runtime"
+#: What every workflow gets a copy of, as RUNTIME_PACKAGE: the code that runs inside a step.
+RUNTIME_SOURCE = Path(__file__).resolve().parent.parent / "runtime"
 #: Each cell's seconds in the folder's last run (nb2cwl.runtime.timings): the next
 #: compilation's costs.
 TIMINGS_FILE = ".nb2cwl-timings.jsonl"

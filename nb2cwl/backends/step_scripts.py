@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import pprint
-from pathlib import Path
 
+from nb2cwl.backends.naming import RUNTIME_PACKAGE
 from nb2cwl.backends.parameters import runtime_spec
 from nb2cwl.frontend.reader import is_script
 from nb2cwl.ir.model import Step, Workflow, carries_value
-
-RUNTIME_PACKAGE = "nb2cwl_runtime"
-#: What every workflow gets a copy of, as RUNTIME_PACKAGE: the code that runs inside a step.
-RUNTIME_SOURCE = Path(__file__).resolve().parent.parent / "runtime"
 
 _LAUNCHER = '''
 

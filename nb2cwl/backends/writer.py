@@ -15,14 +15,15 @@ from ruamel.yaml import YAML
 from nb2cwl.backends import cwl as cwl_backend
 from nb2cwl.backends.deployments import DeploymentPlan
 from nb2cwl.backends.job import job_document
-from nb2cwl.backends.naming import MANIFEST, RUN_LOCK, notebook_file_name
-from nb2cwl.backends.recovery import recovery_settings
-from nb2cwl.backends.step_scripts import (
+from nb2cwl.backends.naming import (
+    MANIFEST,
+    RUN_LOCK,
     RUNTIME_PACKAGE,
     RUNTIME_SOURCE,
-    assemble_script,
-    step_script,
+    notebook_file_name,
 )
+from nb2cwl.backends.recovery import recovery_settings
+from nb2cwl.backends.step_scripts import assemble_script, step_script
 from nb2cwl.backends.streamflow import streamflow_config
 from nb2cwl.errors import OutputExistsError
 from nb2cwl.frontend.reader import is_script, read_document

@@ -18,8 +18,7 @@ from cwl_utils.parser import cwl_v1_2 as cwl
 from nb2cwl.backends.bundle.files import _files, load_yaml, sha256, write, write_cwl
 from nb2cwl.backends.bundle.names import BOOTSTRAP, SEAL, VERIFIED_FILE, VERIFY_STEP
 from nb2cwl.backends.cwl import hash_seed_requirement
-from nb2cwl.backends.naming import HASH_SEED
-from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE
+from nb2cwl.backends.naming import HASH_SEED, RUNTIME_PACKAGE
 from nb2cwl.errors import BundleError
 from nb2cwl.ir.model import Workflow
 
