@@ -39,15 +39,13 @@ import subprocess
 import sys
 from typing import Any
 
+from nb2cwl.engine_imports import KUBERNETES, SSH, defer_connectors, defer_http
 from nb2cwl.imports import skip_unused_imports
 from nb2cwl.scratch import WORKDIR_ENV
 from nb2cwl.stopping import RUN_ENV, TAG
 
 PARENT_ENV = "NB2CWL_PARENT"  # the pid of the nb2cwl process that started this one
 NO_KUBERNETES_ENV = "NB2CWL_NO_KUBERNETES"  # set: no step of the run uses Kubernetes or Helm
-_KUBERNETES = "streamflow.deployment.connector.kubernetes"
-_KUBERNETES_SCHEMAS = {"KubernetesConnector": "kubernetes.json", "Helm3Connector": "helm3.json",
-                       "Helm4Connector": "helm4.json"}
 _PR_SET_PDEATHSIG = 1
 
 
@@ -58,7 +56,9 @@ def serve() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     parent = _watch_parent()
     if os.environ.get(NO_KUBERNETES_ENV):
-        _defer_kubernetes()
+        defer_connectors(KUBERNETES)
+    defer_connectors(SSH)  # imported if a deployment uses SSH (nb2cwl.engine_imports)
+    defer_http()
     skip_unused_imports()
     from streamflow.main import run  # the slow part, overlapping with compiling
 
@@ -67,6 +67,7 @@ def serve() -> None:
     _local_work_in_the_runs_folder()
     _read_each_tool_once()
     _read_json_as_json()
+    _prepare_for_any_run()
     line = sys.stdin.readline()
     if not line.strip():  # nb2cwl is gone, or compiling failed
         sys.exit(0)
@@ -80,41 +81,6 @@ def serve() -> None:
     status = run()
     gc.freeze()  # no final collection of StreamFlow's objects: exits about 0.3 s sooner
     sys.exit(status)
-
-
-def _defer_kubernetes() -> None:
-    """StreamFlow imports its Kubernetes and Helm connectors, and their client library, at
-    start-up (a quarter of a second, on the path to the first step) only to register them and
-    read their configuration schemas. For a run that uses neither (nb2cwl says so), stand-ins
-    register them with the same schemas; should one be used all the same, it imports the real
-    connector then."""
-    import types
-    from importlib.resources import files
-
-    module = types.ModuleType(_KUBERNETES)
-    module.__file__ = "<deferred by nb2cwl>"
-
-    def real(name: str) -> Any:
-        import importlib
-
-        if sys.modules.get(_KUBERNETES) is module:
-            del sys.modules[_KUBERNETES]
-        return getattr(importlib.import_module(_KUBERNETES), name)
-
-    def stand_in(name: str, schema: str) -> type:
-        def new(cls: type, *args: Any, **kwargs: Any) -> Any:
-            return real(name)(*args, **kwargs)
-
-        def get_schema(cls: type) -> str:
-            package = _KUBERNETES.rsplit(".", 1)[0]
-            return files(package).joinpath("schemas").joinpath(schema).read_text("utf-8")
-
-        return type(name, (), {"__new__": new, "get_schema": classmethod(get_schema),
-                               "__module__": _KUBERNETES})
-
-    for name, schema in _KUBERNETES_SCHEMAS.items():
-        setattr(module, name, stand_in(name, schema))
-    sys.modules[_KUBERNETES] = module
 
 
 def _tag(token: str) -> None:
@@ -229,6 +195,33 @@ def _read_each_tool_once() -> None:
 
     parser.load_document_by_uri = load_document_once
     utils.load_step = load_step_once
+
+
+def _prepare_for_any_run() -> None:
+    """Do, while the notebook compiles, what StreamFlow does first in every run: register its
+    plugins, build its configuration's schema, and make cwl-utils' first loading options
+    (which import the fetcher's caching libraries). A tenth of a second before the first step,
+    taken off a run's path."""
+    import streamflow.main as streamflow_main
+    from cwl_utils.parser import cwl_v1_2
+    from ruamel.yaml import YAML
+    from streamflow.config.schema import SfSchema
+    from streamflow.config.validator import SfValidator
+
+    try:
+        streamflow_main.load_extensions()
+        schema = SfSchema()
+        cwl_v1_2.LoadingOptions()
+    except Exception:  # StreamFlow does it again, and says what failed
+        return
+
+    class Validator(SfValidator):
+        def __init__(self) -> None:
+            self.schema = schema
+            self.yaml = YAML(typ="safe")
+
+    streamflow_main.load_extensions = lambda: None  # type: ignore[assignment]
+    streamflow_main.SfValidator = Validator  # type: ignore[misc]
 
 
 def _read_json_as_json() -> None:

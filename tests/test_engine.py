@@ -12,35 +12,54 @@ from deployment_cases import write_notebook
 from nb2cwl.launch import may_use_kubernetes
 
 CHECK = textwrap.dedent("""
-    import sys
-    from nb2cwl import engine
+    import asyncio, sys
+    from nb2cwl import engine_imports
 
-    engine._defer_kubernetes()
+    engine_imports.defer_connectors(engine_imports.KUBERNETES)
+    engine_imports.defer_connectors(engine_imports.SSH)
+    engine_imports.defer_http()
     from streamflow.main import run  # noqa: F401
-    assert not any(m.startswith("kubernetes_asyncio") for m in sys.modules), "loaded early"
+    loaded = {m.split(".")[0] for m in sys.modules if not m.startswith("streamflow")}
+    assert not loaded & {"kubernetes_asyncio", "asyncssh"}, "loaded early"
+    assert "aiohttp.client" not in sys.modules, "aiohttp loaded early"
     from streamflow.config.validator import SfValidator
     from streamflow.deployment.connector import connector_classes
+    from streamflow.deployment.connector.queue_manager import SlurmConnector
 
-    # a Helm deployment still validates against StreamFlow's own schema ...
-    SfValidator().validate({"version": "v1.0", "deployments": {"k8s": {
-        "type": "helm", "config": {"chart": "containers/helm/nb2cwl-worker"}}}})
-    try:
-        SfValidator().validate({"version": "v1.0", "deployments": {"k8s": {
-            "type": "helm", "config": {"chart": 3}}}})
-    except Exception:
-        pass
-    else:
-        raise AssertionError("a wrong Helm configuration validated")
+    # a Helm or SSH deployment still validates against StreamFlow's own schema ...
+    SfValidator().validate({"version": "v1.0", "deployments": {
+        "k8s": {"type": "helm", "config": {"chart": "containers/helm/nb2cwl-worker"}},
+        "far": {"type": "ssh", "config": {"nodes": ["node1"], "username": "me"}}}})
+    for wrong in ({"type": "helm", "config": {"chart": 3}},
+                  {"type": "ssh", "config": {"nodes": "node1", "bogus": 1}}):
+        try:
+            SfValidator().validate({"version": "v1.0", "deployments": {"d": wrong}})
+        except Exception:
+            pass
+        else:
+            raise AssertionError(f"a wrong configuration validated: {wrong}")
     # ... and the connector StreamFlow makes for it is the real one, imported then
     connector = connector_classes["helm"](deployment_name="k8s", config_dir="/tmp",
                                           chart="chart")
     assert type(connector).__name__ == "Helm4Connector"
     assert "kubernetes_asyncio" in sys.modules
+    far = connector_classes["ssh"](deployment_name="far", config_dir="/tmp",
+                                   nodes=["node1"], username="me")
+    assert type(far).__module__ == "streamflow.deployment.connector.ssh", type(far)
+    assert type(far).__name__ == "SSHConnector" and "asyncssh" in sys.modules
+    # a Slurm deployment reached over SSH (`hostname`) gets the real SSH connector too
+    slurm = SlurmConnector(deployment_name="s", config_dir="/tmp", connector=None,
+                           service=None, hostname="node1", username="me")
+    assert type(slurm.connector).__module__ == "streamflow.deployment.connector.ssh"
+    # an input given as a URL downloads with the real aiohttp, imported at its first use
+    from streamflow.data import remotepath
+    assert remotepath.aiohttp.ClientSession.__module__ == "aiohttp.client"
+    assert sys.modules["aiohttp"].ClientTimeout.__module__.startswith("aiohttp")
     print("ok")
 """)
 
 
-def test_kubernetes_is_loaded_only_when_a_run_uses_it() -> None:
+def test_kubernetes_ssh_and_http_are_loaded_only_when_a_run_uses_them() -> None:
     done = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]

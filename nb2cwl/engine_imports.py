@@ -1,0 +1,89 @@
+"""What the StreamFlow process of a run (nb2cwl.engine) imports only once a run uses it.
+
+StreamFlow 0.2.0rc3 imports every connector it has at start-up, with their client libraries,
+only to register them and read their configuration schemas; and its data manager imports an
+HTTP client for inputs given as URLs. On the path to a run's first step that is about 0.6 s of
+CPU on these machines:
+
+- the Kubernetes and Helm connectors and kubernetes_asyncio (a quarter of a second);
+- the SSH connector and asyncssh, which looks for liboqs by running the C compiler twice;
+- aiohttp.
+
+Stand-ins take their place: a connector's stand-in registers it with its real schema, and
+importing the real connector is what making one does, so a run that uses it gets the real
+connector, later. aiohttp's stand-in imports aiohttp at its first use (a download).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from importlib.resources import files
+from typing import Any
+
+KUBERNETES = "streamflow.deployment.connector.kubernetes"
+SSH = "streamflow.deployment.connector.ssh"
+#: Each deferred connector module: its classes and their schema files (in its package's
+#: `schemas` folder).
+CONNECTORS = {
+    KUBERNETES: {"KubernetesConnector": "kubernetes.json", "Helm3Connector": "helm3.json",
+                 "Helm4Connector": "helm4.json"},
+    SSH: {"SSHConnector": "ssh.json"},
+}
+HTTP = "aiohttp"
+#: What StreamFlow's data manager takes from aiohttp when imported: a name it annotates with.
+_HTTP_NAMES = ("ClientResponse",)
+
+
+def defer_connectors(module_name: str) -> None:
+    """Put stand-ins for the connector classes of `module_name` (a key of CONNECTORS) where
+    StreamFlow imports them from."""
+    module = types.ModuleType(module_name)
+    module.__file__ = "<deferred by nb2cwl>"
+
+    def real(name: str) -> Any:
+        if sys.modules.get(module_name) is module:
+            del sys.modules[module_name]
+        return getattr(importlib.import_module(module_name), name)
+
+    def stand_in(name: str, schema: str) -> type:
+        def new(cls: type, *args: Any, **kwargs: Any) -> Any:
+            return real(name)(*args, **kwargs)
+
+        def get_schema(cls: type) -> str:
+            package = module_name.rsplit(".", 1)[0]
+            return files(package).joinpath("schemas").joinpath(schema).read_text("utf-8")
+
+        return type(name, (), {"__new__": new, "get_schema": classmethod(get_schema),
+                               "__module__": module_name})
+
+    for name, schema in CONNECTORS[module_name].items():
+        setattr(module, name, stand_in(name, schema))
+    sys.modules[module_name] = module
+
+
+def defer_http() -> None:
+    """Put a stand-in for aiohttp that imports aiohttp when anything of it is used."""
+    if HTTP in sys.modules:
+        return
+    module = types.ModuleType(HTTP)
+    module.__file__ = "<deferred by nb2cwl>"
+
+    def load() -> types.ModuleType:
+        if sys.modules.get(HTTP) is module:
+            del sys.modules[HTTP]
+        real = importlib.import_module(HTTP)
+        module.__dict__.update(real.__dict__)  # what holds the stand-in finds it all now
+        sys.modules[HTTP] = real
+        return real
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(load(), name)
+
+    for name in _HTTP_NAMES:  # a `from aiohttp import X` at import, used in annotations
+        setattr(module, name, type(name, (), {"__module__": HTTP}))
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]
+    sys.modules[HTTP] = module
