@@ -19,6 +19,9 @@ time), then waits for its command line on stdin and runs it. Besides, it
 - puts the local steps' folders in the run's own working folder (NB2CWL_WORKDIR, which
   nb2cwl removes when the run ends) instead of `$TMPDIR/streamflow`, where StreamFlow leaves
   them for good (nb2cwl.scratch), unless the StreamFlow file names a `workdir`;
+- leaves unimported what a run may not use (Kubernetes, Helm, SSH, aiohttp: stand-ins in
+  nb2cwl.engine_imports), and registers StreamFlow's plugins and builds its configuration
+  schema before the run is asked for, while the notebook compiles;
 - counts a Slurm job as ended once its batch script has: StreamFlow waits while the job is
   COMPLETING too, and a job with a lost node stays so until Slurm declares the node down
   (SlurmdTimeout: minutes), though the step failed and said why long before.
