@@ -230,9 +230,12 @@ def test_console_script_help_documents_options() -> None:
 
 def test_the_command_and_its_engine_skip_slow_unused_imports(tmp_path: Path) -> None:
     """rfc3987_syntax (jsonschema's IRI format check, which no validator here uses) costs
-    about a second at import: neither the nb2cwl command nor its StreamFlow process loads it,
-    and validation still works without it."""
+    about a second at import, and the other format checks' libraries a tenth of a second:
+    neither the nb2cwl command nor its StreamFlow process loads them, and validation still
+    works without them."""
     import subprocess
+
+    from nb2cwl.imports import UNUSED
 
     notebook = Path(__file__).resolve().parent.parent / "notebooks" / "linear_pipeline.ipynb"
     for code in ("import sys; sys.argv = ['nb2cwl', 'explain', sys.argv[1]]; "
@@ -246,7 +249,9 @@ def test_the_command_and_its_engine_skip_slow_unused_imports(tmp_path: Path) -> 
         imported = {line.split("|")[-1].strip(): int(line.split("|")[1])
                     for line in done.stderr.splitlines()
                     if line.startswith("import time:") and line.split("|")[1].strip().isdigit()}
-        assert imported.get("rfc3987_syntax", 0) < 10_000  # microseconds: only tried, refused
+        for name in ("rfc3987_syntax", *UNUSED):  # microseconds: only tried, refused
+            assert imported.get(name, 0) < 2_000, name
+        assert "isoduration" in UNUSED and "arrow" not in imported
         assert "streamflow" not in code or "jsonschema" in imported  # it did validate
 
 
