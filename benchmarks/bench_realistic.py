@@ -11,10 +11,12 @@ the run with known costs, the first run's ratio shown beside it.
 
 - grid_search: a scikit-learn grid of 8 random forests (every `random_state=0`);
 - bootstrap: 8 bootstrap batches of a fit, a NumPy generator seeded per batch;
-- per_file: 8 CSV files, each read and fitted;
-- heavy_cells: 3 independent cells of about 2 s each (pure Python, NumPy, a seeded generator);
+- per_file: 8 small CSV files written, then each read and fitted (about 0.6 s an item);
+- heavy_cells: 2 independent cells of about 2.5 s each (pure Python; NumPy with a seeded
+  generator) and a light third one;
 - example: the demo's notebook (notebooks/example.ipynb);
-- ordered: a loop whose items all draw from one generator (stays sequential).
+- ordered: a loop of 8 items of about 0.5 s each, all drawing from one generator (stays
+  sequential).
 
 Usage: python benchmarks/bench_realistic.py [--only NAME ...]
 """
@@ -72,13 +74,13 @@ print(np.round(np.percentile(np.concatenate(batches), [2.5, 97.5]), 3))"""],
     "per_file": ["import numpy as np\nimport pandas as pd\nfrom sklearn.linear_model import "
                  "Ridge\nrng = np.random.default_rng(0)\npaths = []\nfor i in range(8):\n"
                  "    path = f'part{i}.csv'\n"
-                 "    pd.DataFrame(rng.normal(size=(40000, 6)), columns=list('abcdef'))"
+                 "    pd.DataFrame(rng.normal(size=(10000, 6)), columns=list('abcdef'))"
                  ".to_csv(path, index=False)\n    paths.append(path)", """\
 coefs = {}
 for path in paths:
     frame = pd.read_csv(path)
     frame["g"] = frame["a"].rolling(50).mean().fillna(0)
-    fits = [Ridge(alpha=a).fit(frame[list("bcdeg")], frame["f"]).coef_[0] for a in range(1, 40)]
+    fits = [Ridge(alpha=a).fit(frame[list("bcdeg")], frame["f"]).coef_[0] for a in range(1, 110)]
     coefs[path] = round(float(np.mean(fits)), 6)
 coefs"""],
     "heavy_cells": ["import math\nimport numpy as np", """\
@@ -91,21 +93,21 @@ def is_prime(n):
     return True
 
 
-print(sum(1 for n in range(2, 400_000) if is_prime(n)))""", """\
+print(sum(1 for n in range(2, 600_000) if is_prime(n)))""", """\
 inside = 0
 g = np.random.default_rng(7)
-for _ in range(40):
+for _ in range(800):
     pts = g.random((100_000, 2))
     inside += int((np.einsum("ij,ij->i", pts, pts) <= 1).sum())
     inside += int(sum(1 for v in pts[:4000, 0] if v < 0.5))
-print(4 * inside / 4_000_000)""", """\
+print(4 * inside / 80_000_000)""", """\
 h = np.random.default_rng(11)
 walks = h.normal(size=(300, 20_000)).cumsum(axis=1)
 print(round(float(np.abs(walks).max()), 3), sum(sorted(walks[:, -1].tolist())[:3]) < 0)"""],
     "ordered": ["import numpy as np\nrng = np.random.default_rng(0)", """\
 draws = []
 for i in range(8):
-    sample = rng.normal(size=(400, 400))
+    sample = rng.normal(size=(1500, 1500))
     draws.append(float(np.linalg.eigvalsh(sample @ sample.T).max()))
 print(round(sum(draws), 3))"""],
 }
