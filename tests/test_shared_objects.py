@@ -8,6 +8,8 @@ The fidelity corpus (tests/fidelity/aliasing_*.ipynb) runs the same cases as wor
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from test_analysis import data_inputs, effects, flow, make_notebook
 
@@ -118,6 +120,14 @@ APART = {
                                                  "sub['w'] = 1", "print(df)"], 2, "df", 0),
     "a groupby's methods change nothing": ([FRAME + "g = df.groupby('k')", "g.sum()",
                                             "print(df)"], 2, "df", 0),
+    "the items of a dict of numbers": (["import pandas as pd\neffects = {'a': 0.0, 'b': 3.0}"
+                                        "\nframes = []\nfor group, effect in effects.items():"
+                                        "\n    frames.append(pd.DataFrame({'g': group, "
+                                        "'y': [effect]}))\ndf = pd.concat(frames)",
+                                        "effects['c'] = 1.0", "print(df)"], 2, "df", 0),
+    "the keys of a dict of strings": (["names = {'a': 'x', 'b': 'y'}\nkeys = []\n"
+                                       "for k in names:\n    keys.append(k)",
+                                       "names['c'] = 'z'", "print(keys)"], 2, "keys", 0),
     "a string split": (["line = 'a=1'", "key, value = line.split('=')\nkeys = [key]",
                         "keys.append('b')", "print(line)"], 3, "line", 0),
 }
@@ -202,3 +212,21 @@ def test_explain_says_what_a_library_object_keeps(tmp_path):
                                    "pipe = Pipeline([('s', scaler)])", "pipe.fit([[1.0]])"])
     assert any("pipe may hold scaler (what Pipeline() keeps or returns)" in note
                for _, note in effects(df, 0).notes)
+
+
+def test_the_example_plot_needs_nothing_of_the_loop_over_a_dict_of_numbers(tmp_path):
+    """notebooks/example.ipynb builds its frame in `for group, effect in effects.items()`
+    (a dict of numbers): the plot cell that reads the frame needs neither `effect` nor
+    `effects` (issue 26: "the plot step needs effect, effects, names it never reads")."""
+    import nbformat
+
+    from nb2cwl.analysis.dataflow import build_dataflow
+    from nb2cwl.analysis.program import analyse_notebook
+    from nb2cwl.frontend.reader import read_notebook
+
+    source = Path(__file__).resolve().parent.parent / "notebooks" / "example.ipynb"
+    df = build_dataflow(analyse_notebook(read_notebook(str(source))))
+    plot = next(i for i, c in enumerate(nbformat.read(source, 4).cells)
+                if "plt.subplots" in c.source)
+    needed = {var for var, _ in data_inputs(df, plot)}
+    assert "df" in needed and not needed & {"effect", "effects"}, needed

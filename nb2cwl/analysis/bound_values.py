@@ -17,6 +17,7 @@ from nb2cwl.analysis.effects import Effects, Hold
 from nb2cwl.analysis.names import (
     root_name,
 )
+from nb2cwl.analysis.scalars import constant
 
 if TYPE_CHECKING:
     from nb2cwl.analysis.state import NamespaceState
@@ -162,10 +163,13 @@ class BoundValues:
         return summary is not None and summary.is_generator
 
     def _immutable_items(self, value: nodes.NodeNG) -> bool:
-        """A collection whose items are all numbers or strings: range(...), [1, 'a'], ...
-        (not an empty one: what it will hold is not known)."""
+        """A collection whose items are all numbers or strings: range(...), [1, 'a'], a dict
+        of them, ... (not an empty one: what it will hold is not known)."""
         if isinstance(value, (nodes.List, nodes.Tuple, nodes.Set)):
             return bool(value.elts) and all(isinstance(e, nodes.Const) for e in value.elts)
+        if isinstance(value, nodes.Dict):  # {"control": 0.0, "a": 3.0}: keys and values
+            return bool(value.items) and all(constant(k) and constant(v)
+                                             for k, v in value.items)
         if isinstance(value, nodes.Call) and isinstance(value.func, nodes.Name):
             if value.func.name == "range":
                 return True

@@ -29,8 +29,13 @@ def _scalar_targets(target: nodes.NodeNG, iterable: nodes.NodeNG,
         return names
     if not isinstance(iterable, nodes.Call) or iterable.keywords:
         return set()
-    qualified = _qualified(iterable.func, state)
     parts = target.elts if isinstance(target, (nodes.Tuple, nodes.List)) else None
+    view = _dict_view(iterable, state)
+    if view in ("keys", "values"):
+        return names
+    if view == "items":
+        return names if parts is not None and len(parts) == 2 else set()
+    qualified = _qualified(iterable.func, state)
     if parts is None:
         return set()
     if qualified == "enumerate" and len(parts) == 2 and len(iterable.args) == 1:
@@ -46,6 +51,17 @@ def _scalar_targets(target: nodes.NodeNG, iterable: nodes.NodeNG,
     return set()
 
 
+def _dict_view(call: nodes.Call, state: NamespaceState) -> str | None:
+    """"items", "keys" or "values" for `d.items()` and the like, where `d` is a dict of
+    numbers or strings; None otherwise."""
+    func = call.func
+    if (isinstance(func, nodes.Attribute) and func.attrname in ("items", "keys", "values")
+            and not call.args and isinstance(func.expr, nodes.Name)
+            and func.expr.name in state.immutable_items):
+        return func.attrname
+    return None
+
+
 def _qualified(func: nodes.NodeNG, state: NamespaceState) -> str:
     """`product` or `itertools.product` (as imported) -> itertools.product; builtins as is."""
     head, dot, rest = func.as_string().partition(".")
@@ -55,7 +71,9 @@ def _qualified(func: nodes.NodeNG, state: NamespaceState) -> str:
 def scalar_collection(node: nodes.NodeNG, state: NamespaceState) -> bool:
     """A collection whose items are numbers or strings (or tuples of them)."""
     if isinstance(node, (nodes.List, nodes.Tuple, nodes.Set)):
-        return bool(node.elts) and all(_constant(e) for e in node.elts)
+        return bool(node.elts) and all(constant(e) for e in node.elts)
+    if isinstance(node, nodes.Dict):  # iterated: its keys
+        return bool(node.items) and all(constant(k) for k, _ in node.items)
     if isinstance(node, nodes.Name):
         return node.name in state.immutable_items
     if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Name):
@@ -67,9 +85,10 @@ def scalar_collection(node: nodes.NodeNG, state: NamespaceState) -> bool:
     return False
 
 
-def _constant(node: nodes.NodeNG) -> bool:
+def constant(node: nodes.NodeNG) -> bool:
+    """A number or string literal (`-1` too), or a tuple of them."""
     if isinstance(node, nodes.Const):
         return True
     if isinstance(node, nodes.UnaryOp) and isinstance(node.operand, nodes.Const):
         return True  # -1
-    return isinstance(node, nodes.Tuple) and all(_constant(e) for e in node.elts)
+    return isinstance(node, nodes.Tuple) and all(constant(e) for e in node.elts)
