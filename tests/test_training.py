@@ -149,7 +149,8 @@ def test_case_study_runs_mirrored_over_two_cpu_devices(tmp_path: Path) -> None:
     work = tmp_path / "case"
     work.mkdir()
     shutil.copyfile(NOTEBOOKS / "fashion_mnist.ipynb", work / "fashion_mnist.ipynb")
-    # even batch splits: Keras 3 fails to validate an odd-sized batch on 2 replicas (README)
+    # even batch splits: Keras 3 fails to validate an odd-sized batch on 2 replicas
+    # (docs/training.md)
     write_fashion_mnist(work / "data" / "fashion-mnist", train=1280, test=256, seed=0)
     results = _nb2cwl_run(work / "fashion_mnist.ipynb", tmp_path / "out",
                           {"NB2CWL_CPU_REPLICAS": "2"})

@@ -7,8 +7,8 @@ the batch reused for display, a loss summed over the batch, a per-epoch function
 batch loop, a step function nested in train(), `next(iterator)` per step, Keras 3's
 `optimizer.apply`, BatchNormalization, a loss adding a batch sum to a batch mean. On one
 device the workflow prints exactly what the kernel (or `python script.py`) prints; on 2
-replicas the printed numbers agree within the README's tolerance (a relative 1e-4: float32
-sums in another order), and every line is printed once.
+replicas the printed numbers agree within the tolerance docs/training.md gives (a relative
+1e-4: float32 sums in another order), and every line is printed once.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from test_training import HAS_TF, _compiled_training, _rewritten
 from nb2cwl.api import compile_notebook
 
 needs_tf = pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed")
-#: Printed numbers on 2 replicas against one device (README, "Training steps").
+#: Printed numbers on 2 replicas against one device (docs/training.md).
 RTOL, ATOL = 1e-4, 1e-6
 
 IMPORTS = "import numpy as np\nimport tensorflow as tf\nimport keras"

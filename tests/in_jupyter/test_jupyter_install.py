@@ -44,7 +44,7 @@ def test_one_pip_install_enables_everything_without_node(tmp_path: Path) -> None
     assert "nb2cwl-jupyterlab" in labextensions
     line = next(x for x in labextensions.splitlines() if "nb2cwl-jupyterlab" in x)
     assert "enabled" in line and "OK" in line, labextensions
-    # Notebook 7 comes with the extra too (the README promises it), and runs the same front end
+    # Notebook 7 comes with the extra too (the docs promise it), and runs the same front end
     version = jupyter("notebook", "--version").strip().splitlines()[-1]
     assert version.startswith("7."), version
     server = jupyter("server", "extension", "list")

@@ -9,7 +9,7 @@ the graph view, and the same extension in Notebook 7's notebook page.
 
 The app is driven through its command registry and promises (`window.jupyterapp`, exposed by
 --LabApp.expose_app_in_browser), not through menus or DOM status hints, which raced.
-Screenshots go to $NB2CWL_SCREENSHOTS when set (README's pictures come from there), else to
+Screenshots go to $NB2CWL_SCREENSHOTS when set (the docs' pictures come from there), else to
 the test's temporary folder.
 """
 
