@@ -79,6 +79,9 @@ def write_notebooks(root: Path) -> None:
         _code("from IPython.display import HTML\n"
               "HTML(f'<b class=\"nb2cwl-e2e-html\">y = {y}</b>')", "third"),
     ]), root / "demo.ipynb")
+    nbformat.write(_notebook([_code("a = 1\nprint('a is', a)", "one"),
+                              _code("b = a + 1\nprint('b is', b)", "two")]),
+                   root / "reopened.ipynb")
     nbformat.write(_notebook([
         _code("import time\nfrom IPython.display import clear_output\n"
               "print('cleared')\nclear_output()\nprint('start')", "a"),
@@ -607,6 +610,47 @@ def test_badges_after_a_cancel_tell_this_run_only(page, lab):
     assert statuses == {ids[0]: "done", ids[1]: "cancelled", ids[2]: "skipped"}, statuses
     assert "*" not in _prompt(page, ids[1])
     page.shot("lab-badges-after-cancel")
+    page.assert_no_errors()
+
+
+def test_a_reopened_notebook_shows_badges_where_it_shows_the_run(browser, page, lab):
+    """A run never writes the notebook. Opened again before it is saved, the notebook shows
+    no results, so no badge says done; saved after the run, it shows them, and the badges
+    say done again."""
+    ids = open_with_badges(page, "reopened.ipynb")
+    page.wait_run(page.execute("nb2cwl:run-all", {"deployment": "local"}))
+    wait_badge(page, ids[-1], "done")
+
+    def reopened() -> tuple[Page, object]:
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        other = Page(context.new_page(), lab["base"])
+        open_with_badges(other, "reopened.ipynb")
+        # the page follows the finished run: its status line says so
+        other.page.wait_for_function(
+            "() => document.querySelector('[data-testid=nb2cwl-status]')"
+            ".textContent.includes('done')", timeout=30_000)
+        return other, context
+
+    other, context = reopened()
+    try:
+        assert set(_badge_statuses(other).values()) == {"idle"}, _badge_statuses(other)
+        assert all("done" not in b["text"] for b in other.badges())
+        other.shot("lab-reopened-unsaved")
+        other.assert_no_errors()
+    finally:
+        context.close()
+    page.execute("docmanager:save")
+    nb_file = lab["root"] / "reopened.ipynb"
+    deadline = time.monotonic() + 30
+    while not nbformat.read(nb_file, 4).cells[-1].outputs and time.monotonic() < deadline:
+        time.sleep(0.2)
+    other, context = reopened()
+    try:
+        for cell in ids:
+            wait_badge(other, cell, "done")
+        other.assert_no_errors()
+    finally:
+        context.close()
     page.assert_no_errors()
 
 

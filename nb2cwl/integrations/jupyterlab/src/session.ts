@@ -21,6 +21,7 @@ import {
   type RunMode
 } from './api';
 import type { IRunEvent } from './events';
+import { cellsNotShowing } from './shown_run';
 
 /** The statuses a cell badge shows. */
 export type CellStatus =
@@ -330,8 +331,10 @@ export class NotebookSession implements IDisposable {
     const stale = this._stale.has(cellId);
     // The followed run's state of the cell, else what an earlier run left
     // (a "selected" run leaves the other cells alone).
-    const part =
-      this._runPart(cellId, steps) ?? this._previous.get(cellId) ?? null;
+    // (none where a reopened notebook does not show the run's results)
+    const part = this._notShown.has(cellId)
+      ? null
+      : (this._runPart(cellId, steps) ?? this._previous.get(cellId) ?? null);
     const runStatus = part?.status ?? null;
 
     let status: CellStatus;
@@ -962,7 +965,7 @@ export class NotebookSession implements IDisposable {
     const model = this.panel.context.model;
     for (const cell of model ? model.cells : []) {
       const part = this._runPart(cell.id, this.stepsOf(cell.id));
-      if (part) {
+      if (part && !this._notShown.has(cell.id)) {
         this._previous.set(cell.id, { ...part, where: part.where });
       }
     }
@@ -970,6 +973,7 @@ export class NotebookSession implements IDisposable {
       this._previousSteps.set(name, state);
     }
     this._run = { ...run };
+    this._notShown = new Set();
     this._steps = new Map();
     this._cells = new Map();
     this._cellSteps = new Map();
@@ -1033,6 +1037,10 @@ export class NotebookSession implements IDisposable {
         executionCount: c.execution_count,
         startedAt: c.status === 'running' ? t : undefined
       });
+    }
+    if (isFinal(detail.status)) {
+      // a page opened after the run: badges only where the cells show it
+      this._notShown = cellsNotShowing(this.panel.context.model, detail.cells ?? {});
     }
     const { steps: _s, cells: _c, ...plain } = detail;
     void _s;
@@ -1184,6 +1192,7 @@ export class NotebookSession implements IDisposable {
   private _cells = new Map<string, ICellRunState>();
   private _cellSteps = new Map<string, string[]>();
   private _previous = new Map<string, ICellRunPart>();
+  private _notShown = new Set<string>();
   private _previousSteps = new Map<string, IStepRunState>();
   private _starting = false;
   private _serverError: string | null = null;
