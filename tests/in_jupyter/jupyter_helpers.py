@@ -37,8 +37,12 @@ def jupyter_paths_in(tmp_path: Path) -> dict[str, str]:
     """JUPYTER_PATH and JUPYTER_CONFIG_PATH holding what `pip install nb2cwl` puts in the
     environment (the kernelspec, the prebuilt lab extension, the server extension's config),
     taken from the source tree: an editable install (the test environment) gets none of
-    them. test_jupyter_install.py checks the real install."""
+    them. test_jupyter_install.py checks the real install. Made again for a server started
+    again in the same folder (a restart), it is left as it is."""
     data = tmp_path / "jupyter-data"
+    config = tmp_path / "jupyter-config" / "jupyter_server_config.d"
+    if (config / "nb2cwl.json").exists():
+        return {"JUPYTER_PATH": str(data), "JUPYTER_CONFIG_PATH": str(config.parent)}
     (data / "kernels" / "nb2cwl").mkdir(parents=True)
     (data / "kernels" / "nb2cwl" / "kernel.json").write_text(
         (INTEGRATIONS / "ipython" / "kernelspec" / "kernel.json").read_text())
@@ -48,7 +52,6 @@ def jupyter_paths_in(tmp_path: Path) -> dict[str, str]:
     for item in ("package.json", "static"):
         (lab / item).symlink_to(built / item)
     (lab / "install.json").symlink_to(INTEGRATIONS / "jupyterlab" / "install.json")
-    config = tmp_path / "jupyter-config" / "jupyter_server_config.d"
     config.mkdir(parents=True)
     (config / "nb2cwl.json").write_text(
         (INTEGRATIONS / "server" / "jupyter-config" / "nb2cwl.json").read_text())
