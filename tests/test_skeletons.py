@@ -350,3 +350,18 @@ def test_a_loop_body_runs_at_its_cells_lines_where_it_can(cell: str, at_lines: b
                                                                                {"out"})))
         assert code.split("\n")[2] == "    y = x * 2  # twice"  # line 3, as in the cell
         assert "__nb2cwl_record__" in code.split("\n")[3]
+
+
+def test_a_loop_that_draws_and_writes_files_names_the_draws(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each item draws from one shared generator and writes its own file: the draws are the
+    hazard to name (writing the files after the loop would leave the loop sequential)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import numpy as np\nimport pandas as pd\nrng = np.random.default_rng(0)\n"
+        "paths = []\nfor i in range(4):\n    path = f'part{i}.csv'\n"
+        "    pd.DataFrame(rng.normal(size=(3, 2))).to_csv(path)\n    paths.append(path)")])
+    path = tmp_path / "draws.ipynb"
+    nbformat.write(nb, path)
+    reasons = [f["reason"] for f in _explain(path, capsys)["fallbacks"]]
+    assert len(reasons) == 1 and "draws from rng" in reasons[0], reasons
+    assert "writes files" not in reasons[0]

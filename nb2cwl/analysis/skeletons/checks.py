@@ -120,10 +120,6 @@ def check_effects(fx, local: set[str], accumulators: set[str], line: int,
         which = " and ".join(_GLOBAL_GENERATORS.get(r, r) for r in sorted(fx.rng))
         raise Stop(line, "global_rng", f"an iteration draws from {which}, so results "
                                         "depend on the order of the items")
-    if fx.file_writes or fx.opaque_io:
-        raise Stop(line, "file_writes",
-                   "an iteration writes files or runs programs, which the processes of a "
-                   "scatter could not hand on in order")
     if fx.holds:  # a library nb2cwl does not know, a seed: state of the process
         raise Stop(line, "process_state", f"an iteration: {fx.holds[0].reason}")
     if fx.families & _FIGURE_FAMILIES:
@@ -141,6 +137,11 @@ def check_effects(fx, local: set[str], accumulators: set[str], line: int,
         raise Stop(line, "global_rng", f"an iteration draws from {generators[0]}, a random "
                                         "generator all iterations share, so results depend "
                                         "on the order of the items")
+    # (after the draws: writing the files after the loop would not make the draws parallel)
+    if fx.file_writes or fx.opaque_io:
+        raise Stop(line, "file_writes",
+                   "an iteration writes files or runs programs, which the processes of a "
+                   "scatter could not hand on in order")
     collections = set().union(*(value_roots(i) for i in iterables)) if iterables else set()
     shared.sort(key=lambda name: (name not in collections, name))
     if shared:
