@@ -269,7 +269,8 @@ def test_explain_and_graph_show_where_each_step_runs(tmp_path) -> None:
     svg_path = tmp_path / "g.svg"
     nb2cwl("graph", "-o", str(svg_path))
     root = ET.fromstring(svg_path.read_text())
-    steps = {g.get("data-step"): g for g in root.iter(f"{SVG}g") if g.get("data-step")}
+    steps = {g.get("data-step"): g for g in root.iter(f"{SVG}g")
+             if "step" in (g.get("class") or "").split()}
     assert steps["cell_1"].get("data-where") == "docker"
     fills = {g.get("data-where"): g.find(f"{SVG}rect").get("fill") for g in steps.values()}
     assert len(set(fills.values())) == 2, fills  # one colour per deployment

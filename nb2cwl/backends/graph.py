@@ -21,6 +21,7 @@ class GraphNode:
     label: str
     kind: str
     where: str | None = None  # a step's deployment: steps are coloured by where they run
+    follows: str | None = None  # the step whose run status a live view shows on this node
 
 
 @dataclass(frozen=True)
@@ -375,8 +376,10 @@ def render_svg(nodes: list[GraphNode], edges: list[GraphEdge], title: str) -> st
             if n.kind == "step" else (_FILL[n.kind], _STROKE[n.kind])
         where = f' data-where="{_xml(n.where)}"' if n.where else ""
         parts.append(
-            (f'<g class="node step nb2cwl-node" data-id="{_xml(n.id)}" data-step="{_xml(n.id)}"'
-             f'{where}>' if n.kind == "step" else
+            (f'<g class="node step nb2cwl-node nb2cwl-shows-status" data-id="{_xml(n.id)}" '
+             f'data-step="{_xml(n.id)}"{where}>' if n.kind == "step" else
+             f'<g class="node {n.kind} nb2cwl-shows-status" data-id="{_xml(n.id)}" '
+             f'data-step="{_xml(n.follows)}">' if n.follows else
              f'<g class="node {n.kind}" data-id="{_xml(n.id)}">')
             + f'<title>{_xml(n.id)}</title>'
             f'<rect class="node" x="{_num(cx - bw / 2)}" y="{_num(top)}" width="{_num(bw)}" '

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nb2cwl.backends.deployments import ASSEMBLE
 from nb2cwl.backends.graph import GraphEdge, GraphNode
 from nb2cwl.ir.model import Workflow
 
@@ -41,7 +42,9 @@ def workflow_graph(workflow: Workflow) -> tuple[list[GraphNode], list[GraphEdge]
             by_source.setdefault(f"parameter_{name}", []).append(name)
         for source, names in sorted(by_source.items()):
             edges.append(GraphEdge(source, step.name, ", ".join(sorted(names))))
-    nodes.append(GraphNode("executed_notebook", "executed notebook", "output"))
+    # built by the last step: a live view shows that step's status on it
+    nodes.append(GraphNode("executed_notebook", "executed notebook", "output",
+                           follows=ASSEMBLE))
     for step in workflow.steps:
         if not any(step.name in other.depends_on() for other in workflow.steps):
             edges.append(GraphEdge(step.name, "executed_notebook", ""))

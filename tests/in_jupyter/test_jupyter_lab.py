@@ -703,6 +703,13 @@ def test_graph_view_colours_and_selects(page, lab):
     page.page.wait_for_function(
         """() => [...document.querySelectorAll('#nb2cwl-graph g.nb2cwl-node')]
             .every(n => n.getAttribute('data-status') === 'done')""")
+    # the executed notebook's box shows the last step's status: it is there now
+    page.page.wait_for_selector(
+        '#nb2cwl-graph g.output.nb2cwl-shows-status[data-status="done"]', timeout=10_000)
+    # a legend says what the colours mean
+    legend = page.page.locator("[data-testid=nb2cwl-graph-legend] .nb2cwl-graph-legend-item")
+    assert legend.all_inner_texts() == ["idle", "queued", "running", "done", "cached",
+                                        "failed", "cancelled", "skipped"]
     page.shot("lab-graph-done")
     page.page.click('#nb2cwl-graph g.nb2cwl-node[data-step="step_third"]')
     page.page.wait_for_function(

@@ -51,6 +51,33 @@ export function parseSvg(source: string): SVGSVGElement | null {
   return document.importNode(root, true) as unknown as SVGSVGElement;
 }
 
+/** The statuses a step's box can show, in the order a run goes through them. */
+const STATUSES = [
+  'idle',
+  'queued',
+  'running',
+  'done',
+  'cached',
+  'failed',
+  'cancelled',
+  'skipped'
+];
+
+/** What the colours of the boxes mean (the same colours as the boxes'). */
+function statusLegend(): HTMLElement {
+  const legend = document.createElement('div');
+  legend.className = 'nb2cwl-graph-legend';
+  legend.dataset.testid = 'nb2cwl-graph-legend';
+  for (const status of STATUSES) {
+    const item = document.createElement('span');
+    item.className = 'nb2cwl-graph-legend-item';
+    item.dataset.status = status;
+    item.textContent = status;
+    legend.appendChild(item);
+  }
+  return legend;
+}
+
 /**
  * The content of the graph view, bound to one notebook's session at a time.
  */
@@ -63,7 +90,7 @@ export class GraphContent extends Widget {
     this._message.dataset.testid = 'nb2cwl-graph-message';
     this._canvas = document.createElement('div');
     this._canvas.className = 'nb2cwl-graph-canvas';
-    this.node.append(this._message, this._canvas);
+    this.node.append(this._message, this._canvas, statusLegend());
     this._canvas.addEventListener('click', this._onClick);
   }
 
@@ -133,7 +160,10 @@ export class GraphContent extends Widget {
     if (!session) {
       return;
     }
-    const nodes = this._canvas.querySelectorAll<SVGGElement>('g.nb2cwl-node');
+    // the steps, and what shows a step's status (the executed notebook: the last step's)
+    const nodes = this._canvas.querySelectorAll<SVGGElement>(
+      'g.nb2cwl-shows-status'
+    );
     for (const node of Array.from(nodes)) {
       const name = node.getAttribute('data-step') ?? '';
       const state = session.stepState(name);
