@@ -146,7 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--json", action="store_true", help="machine-readable output")
     _last_run_option(explain)
     _deployment_options(explain)  # explain shows where each step runs
-    graph = commands.add_parser("graph", help="draw the step graph")
+    graph = commands.add_parser(
+        "graph", help="draw the step graph",
+        description="Draw the step graph: an SVG laid out by Graphviz's dot (bundled with "
+        "pygraphviz), or its DOT text, or a Mermaid flowchart. Steps are coloured by where "
+        "they run, with a legend, when they run in more than one place.")
     _common(graph)
     _selection_options(graph)
     graph.add_argument("-o", "--output", required=True,

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from nb2cwl.api import compile_notebook
-from nb2cwl.backends.graph import render_svg
+from nb2cwl.backends.graph_svg import render_svg
 from nb2cwl.backends.graph_view import workflow_graph
 from nb2cwl.ir.model import Workflow
 from nb2cwl.options import CompileOptions
