@@ -71,6 +71,7 @@ def test_magics_explain_graph_run_and_pull(tmp_path: Path) -> None:
         assert "%nb2cwl explain" in _text(cell) and "Error" not in _text(cell), _text(cell)
     assert "sales.ipynb:" in _text(explain) and "step" in _text(explain)
     assert any("image/svg+xml" in o.get("data", {}) for o in graph.outputs)
+    assert [o for o in graph.outputs if o.output_type == "stream"] == []  # nothing else
     assert "done in" in _text(run) and "executed notebook:" in _text(run)
     progress = [o for o in run.outputs if o.output_type == "display_data"]
     assert progress and "steps" in progress[-1].data["text/plain"]
