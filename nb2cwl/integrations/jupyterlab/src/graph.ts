@@ -9,7 +9,7 @@ import { Widget } from '@lumino/widgets';
 
 import { shardText } from './format';
 import { nb2cwlIcon } from './icon';
-import type { NotebookSession } from './session';
+import { CELL_STATUSES, type NotebookSession } from './session';
 
 export const GRAPH_ID = 'nb2cwl-graph';
 
@@ -51,17 +51,8 @@ export function parseSvg(source: string): SVGSVGElement | null {
   return document.importNode(root, true) as unknown as SVGSVGElement;
 }
 
-/** The statuses a step's box can show, in the order a run goes through them. */
-const STATUSES = [
-  'idle',
-  'queued',
-  'running',
-  'done',
-  'cached',
-  'failed',
-  'cancelled',
-  'skipped'
-];
+/** The statuses a step's box can show (a badge's, but stale: that is a cell's). */
+const STATUSES = CELL_STATUSES.filter(status => status !== 'stale');
 
 /** What the colours of the boxes mean (the same colours as the boxes'). */
 function statusLegend(): HTMLElement {

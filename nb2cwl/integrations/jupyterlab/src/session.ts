@@ -35,7 +35,8 @@ export type CellStatus =
   | 'cancelled'
   | 'skipped';
 
-const CELL_STATUSES: ReadonlyArray<string> = [
+/** Every status a badge can show, in the order a run goes through them. */
+export const CELL_STATUSES: ReadonlyArray<string> = [
   'idle',
   'stale',
   'queued',
