@@ -9,11 +9,13 @@ After every `--every` runs it reports, measured in this one process:
   run starts inherits it; a finished run must leave none), and the machine's process count;
 - file descriptors: the machine's open file handles (/proc/sys/fs/file-nr) and this
   process's own;
-- disk: the step cache, the runs' results (runs/: one folder per run, kept by design, as a
-  notebook's history), the rest of the output folder, and the scratch left in the private
-  TMPDIR the runs are given (StreamFlow's working folders, the step server's, the events').
+- disk: the step cache, the runs' results (runs/: one folder per run, kept by default as a
+  notebook's history; with `--keep-runs N`, the newest N), the rest of the output folder,
+  and the scratch left in the private TMPDIR the runs are given (StreamFlow's working
+  folders, the step server's, the events').
 
 Usage: python benchmarks/bench_soak.py [--runs 200] [--every 50] [--cache-limit 20MB]
+                                      [--keep-runs N]
 """
 
 from __future__ import annotations
@@ -87,6 +89,9 @@ def main() -> int:
                         help="report after every N runs (default 50)")
     parser.add_argument("--cache-limit", default="20MB",
                         help="the runs' --cache-limit (default 20MB)")
+    parser.add_argument("--keep-runs", type=int, default=None, metavar="N",
+                        help="the runs' --keep-runs: keep the newest N run folders (default: "
+                        "every run's is kept, as nb2cwl does by default)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="nb2cwl-bench-soak-"))
     scratch = work / "tmp"
@@ -110,7 +115,8 @@ def main() -> int:
         done = subprocess.run(
             [sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(out), "--quiet",
              "--granularity", "cell", "--cache-limit", args.cache_limit,
-             "-p", "scale", str(1.0 + number / 1000)],
+             "-p", "scale", str(1.0 + number / 1000),
+             *(["--keep-runs", str(args.keep_runs)] if args.keep_runs else [])],
             env=env, capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             failures += 1
