@@ -30,6 +30,9 @@ ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
      "Slurm's controller does not answer: check that the cluster is up (sinfo)"),
     (re.compile(r"\b(helm|kubectl)\b.*(command not found|No such file)", re.I),
      "install helm and a Kubernetes configuration, or choose another --deployment"),
+    (re.compile(r"^step \S+ failed: Killed$"),
+     "its process was killed (by a signal, or for lack of memory): run again, or give "
+     "--retries N for StreamFlow to run such a step again"),
     (re.compile(r"command not found|No such file or directory", re.I),
      "install the program it names where the step runs, or choose another --deployment"),
 )
@@ -60,11 +63,17 @@ def engine_cause(log: str) -> str | None:
 
 def _cleaned(text: str) -> str:
     """StreamFlow's wording, shortened: `FAILED Deployment of docker environment [125]: X`
-    becomes `deployment docker could not start (status 125): X`."""
+    becomes `deployment docker could not start (status 125): X`, and `FAILED Job /cell_2/0
+    with error: X` becomes `step cell_2 failed: X`."""
     deployment = re.match(r"FAILED [Dd]eployment of (\S+) environment \[(\d+)\]:\s*(.*)", text)
     if deployment:
         name, status, rest = deployment.groups()
         return f"deployment {name} could not start (status {status}): {rest}"
+    job = re.match(r"FAILED Job /(\S+?)/\d+ with error:\s*(.*)", text, re.S)
+    if job:  # `FAILED Job /cell_2/0 with error: Killed`: the step and its error
+        step, rest = job.groups()
+        error = re.sub(r"\s+", " ", rest).strip()
+        return f"step {step} failed: {error}"
     return re.sub(r"\s+", " ", text)
 
 

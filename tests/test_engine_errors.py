@@ -42,6 +42,11 @@ def test_the_first_error_of_the_log_is_the_cause_with_what_to_do() -> None:
         "deployment's partition in --deployment-file)")
     missing = "2026-11-27 05:00:00.001 ERROR    /bin/sh: 1: sbatch: command not found\n"
     assert "run where Slurm's commands are installed" in engine_cause(missing)
+    killed = ("2026-11-27 05:00:00.001 ERROR    FAILED Job /cell_2/0 with error: Killed\n"
+              "2026-11-27 05:00:00.002 ERROR    FAILED Workflow execution\n")
+    assert engine_cause(killed) == (
+        "step cell_2 failed: Killed; its process was killed (by a signal, or for lack of "
+        "memory): run again, or give --retries N for StreamFlow to run such a step again")
     assert engine_cause("2026-11-27 05:00:00.001 INFO     COMPLETED Step /cell_0\n") is None
     assert engine_cause("2026-11-27 05:00:00.001 ERROR    FAILED Workflow execution\n") is None
 

@@ -107,6 +107,25 @@ def test_crashed_step_without_retries_fails(tmp_path: Path,
     assert "StreamFlow" in capsys.readouterr().err
 
 
+def test_a_killed_step_fails_the_run_in_one_line_naming_it(tmp_path: Path) -> None:
+    """Through the CLI, without --retries (issue 27 item 4): one line, the step's name and
+    how it ended; no traceback."""
+    import subprocess
+    import sys
+
+    path = notebook(tmp_path / "kill.ipynb",
+                    ["x = 41", KILL_ONCE.format(marker=str(tmp_path / "tried"))])
+    done = subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(path), "-o",
+                           str(tmp_path / "wf"), "--granularity", "cell", "--quiet"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    errors = [line for line in done.stderr.splitlines() if line.startswith("nb2cwl: error:")]
+    assert len(errors) == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "step cell_2 failed: Killed; its process was killed" in errors[0], errors
+    assert "--retries N" in errors[0], errors
+
+
 def test_rerun_reuses_unchanged_steps(tmp_path: Path) -> None:
     cells = ["import time\nstamp = time.time()\nprint('stamp', stamp)", "print('second', stamp)"]
     path = notebook(tmp_path / "cache.ipynb", cells)
