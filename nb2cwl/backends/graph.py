@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import graphlib
 import re
-from collections import deque
 from dataclasses import dataclass
 
 KINDS = ("step", "input", "output")
@@ -47,24 +47,15 @@ def _validate(nodes: list[GraphNode], edges: list[GraphEdge]) -> None:
 
 
 def check_acyclic(nodes: list[GraphNode], edges: list[GraphEdge]) -> None:
-    """ValueError when the edges make a cycle (a workflow is a DAG)."""
-    succs: dict[str, list[str]] = {n.id: [] for n in nodes}
-    indeg = {n.id: 0 for n in nodes}
+    """ValueError when the edges make a cycle (a workflow is a DAG), naming its nodes."""
+    needs: dict[str, set[str]] = {n.id: set() for n in nodes}
     for e in edges:
-        succs[e.source].append(e.target)
-        indeg[e.target] += 1
-    queue = deque(v for v, d in indeg.items() if d == 0)
-    done = 0
-    while queue:
-        v = queue.popleft()
-        done += 1
-        for w in succs[v]:
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                queue.append(w)
-    if done < len(nodes):
-        stuck = [v for v, d in indeg.items() if d > 0]
-        raise ValueError(f"workflow graph has a cycle through {stuck}")
+        needs[e.target].add(e.source)
+    try:
+        graphlib.TopologicalSorter(needs).prepare()
+    except graphlib.CycleError as error:
+        cycle = sorted(set(error.args[1]))
+        raise ValueError(f"workflow graph has a cycle through {cycle}") from None
 
 
 def _lines(text: str) -> list[str]:
