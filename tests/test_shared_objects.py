@@ -230,3 +230,32 @@ def test_the_example_plot_needs_nothing_of_the_loop_over_a_dict_of_numbers(tmp_p
                 if "plt.subplots" in c.source)
     needed = {var for var, _ in data_inputs(df, plot)}
     assert "df" in needed and not needed & {"effect", "effects"}, needed
+
+
+DICT_OF_NUMBERS = [
+    "%matplotlib inline\nimport matplotlib.pyplot as plt\nimport numpy as np\nimport pandas as pd",
+    "rng = np.random.default_rng(1)\neffects = {'control': 0.0, 'a': 3.0, 'b': -2.0}\n"
+    "frames = []\nfor group, effect in effects.items():\n"
+    "    x = rng.uniform(0, 10, 20)\n"
+    "    frames.append(pd.DataFrame({'group': group, 'x': x, 'y': 2 * x + effect}))\n"
+    "df = pd.concat(frames, ignore_index=True)\ndf.groupby('group')['y'].mean().round(3)",
+    "effects['c'] = 9.0\nprint(sorted(effects), group, effect)",
+    "fig, ax = plt.subplots()\nfor group, sub in df.groupby('group'):\n"
+    "    ax.scatter(sub['x'], sub['y'], label=group)\nax.legend()\nprint(len(df), group)",
+    "print(df.shape, round(float(df['y'].sum()), 3), sorted(effects))",
+]
+
+
+@pytest.mark.streamflow
+@pytest.mark.parametrize("granularity", ["auto", "cell"])
+def test_a_loop_over_a_dict_of_numbers_gives_what_the_kernel_gives(tmp_path, granularity):
+    """The dict-of-numbers rule on a notebook written as data scientists write it (pandas,
+    matplotlib, a magic), each cell's outputs compared with nbclient's: the frame no longer
+    travels with `effect` and `effects`, and a later change to the dict reaches what reads
+    it."""
+    from equivalence import run_with_nbclient, run_with_workflow
+
+    path = Path(make_notebook(tmp_path, DICT_OF_NUMBERS))
+    jupyter = run_with_nbclient(path, tmp_path / "kernel")
+    workflow, _ = run_with_workflow(path, tmp_path / "wf", "--granularity", granularity)
+    assert workflow == jupyter
