@@ -123,6 +123,31 @@ def test_docker_gpu_containers_get_nccl_settings(tmp_path: Path) -> None:
     assert deployments["docker"]["config"] == {"image": "my/tf:2.21"}
 
 
+def test_a_docker_loop_gets_a_container_per_chunk(tmp_path: Path) -> None:
+    """Issue 24, item 10: the map step's binding names one container per chunk, each limited
+    to the cores a chunk asks for; StreamFlow accepts the binding's list of targets."""
+    notebook = write_notebook(tmp_path / "loop.ipynb", "import time\nxs = list(range(6))",
+                              "def slow(x):\n    time.sleep(1)\n    return x * 2",
+                              "ys = [slow(x) for x in xs]", "print(sum(ys))")
+    out = tmp_path / "wf"
+    config = _compile(notebook, out, "--deployment", "docker", "--chunks", "3",
+                      "--resources", "@map=cores=2")
+    bound = targets(config)
+    assert bound["/cell_2_map"] == [{"deployment": f"docker-cpu2-chunk{n}"} for n in (1, 2, 3)]
+    for number in (1, 2, 3):
+        assert config["deployments"][f"docker-cpu2-chunk{number}"] == {
+            "type": "docker", "config": {"image": "nb2cwl-step:cpu", "cpus": 2}}
+    assert config["deployments"]["docker"]["config"] == {"image": "nb2cwl-step:cpu"}
+    result = streamflow_validate(out / "streamflow.yml")
+    assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
+    explained = subprocess.run([str(BIN / "nb2cwl"), "explain", str(notebook), "--deployment",
+                                "docker", "--chunks", "3"], capture_output=True, text=True)
+    assert "runs on docker (docker); a chunk of the scattered loop: 3 containers, one per " \
+        "chunk" in explained.stdout, explained.stdout + explained.stderr
+    one = _compile(notebook, tmp_path / "one", "--deployment", "docker", "--chunks", "1")
+    assert "/cell_2_map" not in targets(one)  # one chunk: the step's own container
+
+
 def test_helm_releases_request_gpus_and_nodes(tmp_path: Path) -> None:
     config = _compile(_gpu_notebook(tmp_path), tmp_path / "wf", "--deployment", "helm",
                       "--chart", str(CHART), "--resources", "cell_3=nodes=3,memory=4G")

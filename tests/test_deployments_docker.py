@@ -8,8 +8,10 @@ container runtime that `gpus` needs.
 
 from __future__ import annotations
 
+import ast
 import re
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,34 @@ def test_mixed_run_with_container_limits(docker_engine: DockerEngine, tmp_path: 
     assert int(found.group(2)) == 300 << 20  # --resources memory=300M: the container's limit
     assert int(found.group(3)) == 256 << 20
     assert int(found.group(4)) == 67108864
+
+
+def test_a_scattered_loops_chunks_run_in_containers_of_their_own(
+        docker_engine: DockerEngine, tmp_path: Path) -> None:
+    """Issue 24, item 10: each chunk of a scattered loop is a container, the results Jupyter's."""
+    notebook = write_notebook(
+        tmp_path / "chunks.ipynb", WHERE + "\nimport time",
+        "def square(i):\n"
+        "    time.sleep(0.3)\n"
+        "    return i * i, where()",
+        "results = []\n"
+        "for i in range(6):\n"
+        "    results.append(square(i))",
+        "print([value for value, _ in results])\n"
+        "print(sorted({place for _, place in results}))",
+    )
+    printed = run_notebook(notebook, tmp_path / "wf", "--deployment", "docker",
+                           "--image", docker_engine.image, "--chunks", "2")
+    assert printed[3].splitlines()[0] == "[0, 1, 4, 9, 16, 25]"  # Jupyter's, in item order
+    places = ast.literal_eval(printed[3].splitlines()[1])
+    assert len(places) == 2, printed  # two containers, one per chunk
+    assert all(re.fullmatch(f"{re.escape(docker_engine.marker)} on [0-9a-f]{{12}}", p)
+               for p in places), places
+    config = (tmp_path / "wf" / "streamflow.yml").read_text()
+    assert "docker-chunk1" in config and "docker-chunk2" in config
+    # StreamFlow stops them at the end; dockerd removes a stopped `--rm` container just after
+    deadline = time.monotonic() + 15
+    while (left := docker_engine.docker("ps", "-aq").stdout.strip()) and \
+            time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert left == "", docker_engine.docker("ps", "-a").stdout

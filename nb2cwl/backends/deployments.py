@@ -26,6 +26,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from nb2cwl.backends.chunk_containers import chunk_targets, first_target
 from nb2cwl.backends.resources import describe, parse_resources
 from nb2cwl.errors import BackendError, Diagnostic, Location
 from nb2cwl.ir.model import Resources, Step, Workflow
@@ -102,7 +103,8 @@ class DeploymentPlan:
                       next((b["target"] for b in self.bindings if b["step"] == "/"), None))
         if target is None:
             return False
-        return self.deployments.get(target["deployment"], {}).get("type") == "local"
+        return self.deployments.get(first_target(target)["deployment"], {}).get(
+            "type") == "local"
 
 
 def bind_steps(workflow: Workflow, options: CompileOptions) -> Workflow:
@@ -179,6 +181,7 @@ def plan_deployments(workflow: Workflow, options: CompileOptions) -> DeploymentP
         who = f"step {step.name} ({_source(step, options, default)})"
         target = _variant(deployment(name, who, where), step.resources, plan,
                           f"step {step.name}", where)
+        target = chunk_targets(step, target, plan.deployments, options.chunks)
         if target != root:
             plan.bindings.append({"step": f"/{step.name}", "target": target})
     name = assemble_target(options)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nb2cwl.backends.chunk_containers import CHUNK_SUFFIX, first_target
 from nb2cwl.backends.deployments import DeploymentPlan
 from nb2cwl.ir.model import Step, Workflow
 
@@ -89,9 +90,14 @@ def placement(step: Step, plan: DeploymentPlan) -> dict[str, Any]:
     its job asks for, with why."""
     target = next((b["target"] for b in plan.bindings if b["step"] == f"/{step.name}"),
                   next(b["target"] for b in plan.bindings if b["step"] == "/"))
+    containers = len(target) if isinstance(target, list) else 0
+    target = first_target(target)
     entry = plan.deployments.get(target["deployment"], {})
     found: dict[str, Any] = {"deployment": target["deployment"], "type": entry.get("type"),
                              "service": target.get("service")}
+    if containers:
+        found["deployment"] = target["deployment"].rsplit(CHUNK_SUFFIX, 1)[0]
+        found["containers"] = containers
     if entry.get("type") == "slurm":
         service = (entry.get("config", {}).get("services") or {}).get(target.get("service"), {})
         found["nodes"] = int(service.get("nodes", 1))
@@ -101,6 +107,9 @@ def placement(step: Step, plan: DeploymentPlan) -> dict[str, Any]:
     if step.training is not None and step.resources.nodes > 1:
         found["why"] = (f"training across {step.resources.nodes} nodes: one worker per node "
                         "(srun starts them; MultiWorkerMirroredStrategy joins them)")
+    elif containers:
+        found["why"] = (f"a chunk of the scattered loop: {containers} containers, one per "
+                        "chunk, so the chunks run side by side, each with the cores it asks for")
     elif step.role == "map":
         found["why"] = ("a chunk of the scattered loop: each chunk is a job of its own, so "
                         "the chunks run side by side wherever the cluster has room")
