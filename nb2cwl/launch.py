@@ -478,5 +478,5 @@ def _signal_name(stop: KeyboardInterrupt) -> str:
 def _cells_of(workflow: Workflow, name: str) -> str:
     for step in workflow.steps:
         if step.name == name:
-            return " (cell " + ", ".join(str(c.index) for c in step.cells) + ")"
+            return f" ({workflow.shown_cells(c.index for c in step.cells)})"
     return ""

@@ -278,7 +278,7 @@ def test_explain_and_graph_show_where_each_step_runs(tmp_path) -> None:
 
     explained = nb2cwl("explain")
     headers = [line for line in explained.splitlines() if line.startswith("step ")]
-    assert any("(cell 1)  on docker  after:" in h for h in headers), headers
+    assert any("(In [2])  on docker  after:" in h for h in headers), headers
     assert any("on local  after:" in h for h in headers), headers
     svg_path = tmp_path / "g.svg"
     nb2cwl("graph", "-o", str(svg_path))

@@ -27,8 +27,8 @@ def test_the_cells_before_and_after_a_loop_join_its_split_and_gather(
     assert _shape(path) == [("split", [1, 2]), ("map", [2]), ("gather", [2, 3])]
     assert main(["explain", path]) == 0
     text = capsys.readouterr().out
-    assert "joined with the step before it (cells 1), which feeds only this loop" in text
-    assert "joined with the step after it (cells 3), the only one waiting for the loop" in text
+    assert "joined with the step before it (In [2]), which feeds only this loop" in text
+    assert "joined with the step after it (In [4]), the only one waiting for the loop" in text
     assert text.count("a step of its own: a part of a scattered loop") == 1  # the map's
 
 

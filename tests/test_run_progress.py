@@ -34,17 +34,17 @@ def test_each_step_says_what_happened_to_it(tmp_path: Path) -> None:
     (tmp_path / "tmp").mkdir()
     first = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert first.returncode == 1
-    assert _lines(first) == ["[1/5] cell_0 done (cell 0)", "[2/5] step_two done (cell 1)",
-                             "[3/5] step_three failed (cell 2)",
-                             "[4/5] step_four skipped (cell 3)", "[5/5] assemble done"]
+    assert _lines(first) == ["[1/5] cell_0 done (In [1])", "[2/5] step_two done (In [2])",
+                             "[3/5] step_three failed (In [3])",
+                             "[4/5] step_four skipped (In [4])", "[5/5] assemble done"]
     assert "\x1b" not in first.stdout  # piped: plain lines, no bar
     data = json.loads(notebook.read_text())
     data["cells"][2]["source"] = "z = y / 1"
     notebook.write_text(json.dumps(data))
     again = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert again.returncode == 0, again.stderr
-    assert _lines(again)[:4] == ["[1/5] cell_0 reused (cell 0)", "[2/5] step_two reused (cell 1)",
-                                 "[3/5] step_three done (cell 2)", "[4/5] step_four done (cell 3)"]
+    assert _lines(again)[:4] == ["[1/5] cell_0 reused (In [1])", "[2/5] step_two reused (In [2])",
+                                 "[3/5] step_three done (In [3])", "[4/5] step_four done (In [4])"]
     assert not list((tmp_path / "tmp").glob("nb2cwl-events-*"))  # the private events went
 
 
@@ -69,4 +69,4 @@ def test_a_terminal_gets_a_live_bar_with_the_running_steps(tmp_path: Path) -> No
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.decode(errors="replace"))
     assert "━" in text  # rich's bar
     assert re.search(r"running step_two on local \(\S+\) \d+ s", text), text[-3000:]
-    assert "[2/3] step_two done (cell 1)" in text and "finished in" in text
+    assert "[2/3] step_two done (In [2])" in text and "finished in" in text

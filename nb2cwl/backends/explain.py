@@ -149,18 +149,20 @@ def explain_text(workflow: Workflow, plan: DeploymentPlan | None = None) -> str:
     is not this machine alone."""
     shown = plan is not None and any(
         placement(s, plan)["type"] != "local" for s in workflow.steps)
-    lines = [f"{workflow.notebook_name}: {len(workflow.steps)} steps", f"({RUNTIME})"]
+    cells_of = workflow.shown_cells
+    lines = [f"{workflow.notebook_name}: {len(workflow.steps)} steps", f"({RUNTIME}; cells are "
+             "numbered In [n] as Jupyter numbers them after a Run All)"]
     if workflow.parameters:
         lines.append(f"\ninputs (parameters cell {workflow.parameter_cell}; nb2cwl run -p NAME "
                      "VALUE, or job.yml):")
         lines += [f"  {p.name}: {p.type} = {p.default!r}" for p in workflow.parameters]
     for step in workflow.steps:
-        cells = ", ".join(str(c.index) for c in step.cells)
+        cells = workflow.shown_cells(c.index for c in step.cells)
         after = ", ".join(step.depends_on()) or "nothing (can start at once)"
-        lines.append(f"\nstep {step.name}  (cell {cells})  on {step.target or 'local'}  "
+        lines.append(f"\nstep {step.name}  ({cells})  on {step.target or 'local'}  "
                      f"after: {after}")
         for item in step.inputs:
-            origin = (f"cell {item.producer_cell} ({item.producer})" if item.producer
+            origin = (f"{cells_of([item.producer_cell])} ({item.producer})" if item.producer
                       else "beside the notebook (workflow input)")
             lines.append(f"  needs {item.var:<24} from {origin}")
         if step.parameters:
@@ -174,20 +176,20 @@ def explain_text(workflow: Workflow, plan: DeploymentPlan | None = None) -> str:
     replayed = [v for v in workflow.cells if v.role == "definitions"]
     if replayed:
         lines.append("\ndefinition-only cells (imports, functions, classes), replayed where "
-                     "needed: " + ", ".join(str(v.index) for v in replayed))
+                     "needed: " + cells_of(v.index for v in replayed))
     skipped = [v for v in workflow.cells if v.role == "skipped"]
     if skipped:
-        lines.append("skipped cells: " + ", ".join(str(v.index) for v in skipped))
+        lines.append("skipped cells: " + cells_of(v.index for v in skipped))
     notes = [(v.index, n) for v in workflow.cells for n in v.notes]
     if notes:
         lines.append("\nnotes:")
-        lines.extend(f"  cell {index}: {note}" for index, note in notes)
+        lines.extend(f"  {cells_of([index])}: {note}" for index, note in notes)
     if workflow.settings:
         lines.append("\nsettings replayed in later steps (before the first of their cells that "
                      "follows, once what they configure is imported there):")
         for setting in workflow.settings:
             first = setting.code.strip().splitlines()[0][:70]
-            lines.append(f"  cell {setting.cell_index} line {setting.line}: {first}  "
+            lines.append(f"  {cells_of([setting.cell_index])} line {setting.line}: {first}  "
                          f"({', '.join(setting.kinds)})")
     if workflow.preload:
         lines.append("imported once for every local step, before any (the notebook opens "
@@ -197,7 +199,7 @@ def explain_text(workflow: Workflow, plan: DeploymentPlan | None = None) -> str:
             f"%{m}" for m in workflow.skipped_magics) + " (see the warnings below)")
     script = any(v.first_line is not None for v in workflow.cells)
     for fallback in workflow.fallbacks:  # a script's: at its own lines
-        where = workflow.notebook_name if script else f"cell {fallback.cell}"
+        where = workflow.notebook_name if script else cells_of([fallback.cell])
         lines.append(f"fallback at {where}: {fallback.reason}")
         if fallback.fix:
             lines.append(f"  to run it in parallel: {fallback.fix}")

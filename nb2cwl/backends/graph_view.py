@@ -18,13 +18,13 @@ def workflow_graph(workflow: Workflow) -> tuple[list[GraphNode], list[GraphEdge]
                                f"{parameter.name}: {parameter.type}\n= {parameter.default!r}",
                                "input"))
     for step in workflow.steps:
-        cells = ", ".join(str(c.index) for c in step.cells)
+        cells = workflow.shown_cells(c.index for c in step.cells)
         scatter = ""
         if step.role == "map" and step.plan is not None:
             method = step.plan.method
             scatter = "\nscatter" + ("" if method == "scatter" else f" ({method})")
         where = step.target or "local"
-        nodes.append(GraphNode(step.name, f"{step.name}\ncell {cells}{scatter}\non {where}",
+        nodes.append(GraphNode(step.name, f"{step.name}\n{cells}{scatter}\non {where}",
                                "step", where))
         by_source: dict[str, list[str]] = {}
         external = workflow.external_numbers

@@ -52,6 +52,7 @@ def graph_payload(workflow: Workflow) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "name": step.name, "cells": [cell.cell_id for cell in step.cells],
             "indices": [cell.index for cell in step.cells], "role": step.role,
+            "shown": workflow.shown_cells(cell.index for cell in step.cells),
             "deployment": step.target or "local", "reason": "; ".join(step.reasons),
             "reasons": list(step.reasons), "training": step.training is not None}
         if step.role == "map" and step.plan is not None and step.plan.chunks:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -230,6 +231,7 @@ class CellView:
     replayed_from: tuple[int, ...] = ()
     notes: tuple[str, ...] = ()
     first_line: int | None = None  # a script's cell: the file's line of the cell's line 1
+    prompt: int | None = None  # a code cell's In [n] after a Run All in a new kernel
 
     def file_line(self, line: int) -> int | None:
         """The script's line of the cell's `line` (None for a notebook's cell)."""
@@ -309,6 +311,23 @@ class Workflow:
         if view is not None and view.first_line is not None:
             return f"{self.notebook_name}, line {view.first_line}"
         return f"cell {cell}, line {line}" if line else f"cell {cell}"
+
+    def shown_cells(self, indices: Iterable[int]) -> str:
+        """Cells as Jupyter numbers them after a Run All: "In [3]", "In [1] to [5]",
+        "In [1], [4]"; a script's cells by their own lines (cell N where a cell has no
+        prompt)."""
+        views = {v.index: v for v in self.cells}
+        wanted = sorted(set(indices))
+        prompts = [views[i].prompt if i in views else None for i in wanted]
+        if not wanted or None in prompts or any(
+                views[i].first_line is not None for i in wanted):
+            return "cell " + ", ".join(str(i) for i in wanted)
+        numbers = [p for p in prompts if p is not None]
+        if len(numbers) == 1:
+            return f"In [{numbers[0]}]"
+        if numbers == list(range(numbers[0], numbers[-1] + 1)):
+            return f"In [{numbers[0]}] to [{numbers[-1]}]"
+        return "In " + ", ".join(f"[{n}]" for n in numbers)
 
     def step(self, name: str) -> Step:
         """The step called `name`."""

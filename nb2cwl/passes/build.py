@@ -380,7 +380,8 @@ def _cell_views(flow: Dataflow, step_of: dict[int, str]) -> tuple[CellView, ...]
         cell_flow = by_index.get(cell.index)
         if cell_flow is None:
             role = "empty" if not cell.code.strip() else "skipped"
-            views.append(CellView(cell.index, cell.cell_id, "code", role, None))
+            views.append(CellView(cell.index, cell.cell_id, "code", role, None,
+                                  prompt=cell.prompt))
             continue
         analysis = cell_flow.analysis
         role = ("step" if cell.index in step_of
@@ -393,7 +394,7 @@ def _cell_views(flow: Dataflow, step_of: dict[int, str]) -> tuple[CellView, ...]
             cell.index, cell.cell_id, "code", role, step_of.get(cell.index),
             tuple((i.var, i.producer) for i in cell_flow.inputs),
             tuple(sorted({d.cell_index for d in cell_flow.replay})),
-            tuple(notes), cell.first_line,
+            tuple(notes), cell.first_line, cell.prompt,
         ))
     return tuple(views)
 

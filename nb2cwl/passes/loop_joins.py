@@ -19,10 +19,10 @@ from nb2cwl.ir.validate import InvalidWorkflow, topological_order, validate_work
 from nb2cwl.passes.partition import TAGGED, reached_by_sweep
 
 APART = "a step of its own: a part of a scattered loop"  # partition.py's reason, no longer true
-JOINED = ("joined with the step before it (cells {cells}), which feeds only this loop: "
+JOINED = ("joined with the step before it ({cells}), which feeds only this loop: "
           "a boundary there would only add a process start and the values written and read "
           "again")
-JOINED_AFTER = ("joined with the step after it (cells {cells}), the only one waiting for the "
+JOINED_AFTER = ("joined with the step after it ({cells}), the only one waiting for the "
                 "loop: a boundary there would only add a process start and the values written "
                 "and read again")
 
@@ -80,7 +80,8 @@ def _join_split(workflow: Workflow, split: Step, sweeping: set[str]) -> Workflow
     quiet = [c for c in workflow.quiet_cells
              if before.cells[-1].index < c.index < split.first_cell]
     cells = (*before.cells, *quiet, split.cells[0])
-    joined = _joined(before, split, (*before.cells, *quiet), cells, JOINED)
+    joined = _joined(before, split, (*before.cells, *quiet), cells,
+                     JOINED.format(cells=workflow.shown_cells(c.index for c in before.cells)))
     return _replaced(workflow, {before.name: joined, split.name: joined}, joined)
 
 
@@ -96,7 +97,8 @@ def _join_gather(workflow: Workflow, gather: Step, sweeping: set[str]) -> Workfl
     quiet = [c for c in workflow.quiet_cells
              if gather.first_cell < c.index < after.first_cell]
     cells = (gather.cells[0], *quiet, *after.cells)
-    joined = _joined(gather, after, (*quiet, *after.cells), cells, JOINED_AFTER,
+    joined = _joined(gather, after, (*quiet, *after.cells), cells,
+                     JOINED_AFTER.format(cells=workflow.shown_cells(c.index for c in after.cells)),
                      first_is_part=True)
     return _replaced(workflow, {gather.name: joined, after.name: joined}, joined)
 
@@ -115,7 +117,6 @@ def _joined(first: Step, second: Step, whole: tuple, cells: tuple, reason: str,
     own = {c.index for c in whole}
     replay = [k for k in dict.fromkeys((*first.replay, *second.replay))
               if int(k.split(":")[0]) not in own]
-    shown = ", ".join(str(c.index) for c in other.cells)
     return replace(
         part, cells=cells,
         inputs=tuple(sorted(inputs.values(), key=lambda i: i.var)),
@@ -126,7 +127,7 @@ def _joined(first: Step, second: Step, whole: tuple, cells: tuple, reason: str,
         sees_all_files=first.sees_all_files or second.sees_all_files,
         parameters=tuple(dict.fromkeys((*first.parameters, *second.parameters))),
         defines=tuple(sorted(set(first.defines) | set(second.defines))),
-        reasons=(*[r for r in part.reasons if r != APART], reason.format(cells=shown),
+        reasons=(*[r for r in part.reasons if r != APART], reason,
                  *other.reasons))
 
 

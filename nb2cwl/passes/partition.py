@@ -200,7 +200,7 @@ def _merge(segment: list[Step], workflow: Workflow, costs: Mapping[str, Costs],
     boundary = costs_for(segment[0], costs, default)
     crossing = sum(value_bytes(s, var, profile) for s in segment for var in s.outputs)
     reasons.append(
-        f"fused {len(segment)} steps (cells {cells[0].index} to {cells[-1].index}): "
+        f"fused {len(segment)} steps ({workflow.shown_cells(c.index for c in cells)}): "
         f"{about(seconds)} of work with no independent heavy step beside it, so no boundary "
         f"among them pays (one costs {about(boundary.step_seconds)}"
         + (f", plus {about(crossing / boundary.bytes_per_second)} for the values" if crossing

@@ -664,10 +664,10 @@ def test_the_sidebar_says_why_the_cells_are_grouped(page, lab):
     item = steps.locator(".nb2cwl-step-item")
     assert item.count() == 1
     text = item.inner_text()
-    assert "cells_0_to_2 · cells 0, 1, 2 · local" in text, text
+    assert "cells_0_to_2 · In [1] to [3] · local" in text, text  # Jupyter's numbers
     reasons = item.locator(".nb2cwl-step-reason").all_inner_texts()
     assert len(reasons) == 1, reasons  # one reason: "; " inside it does not cut it
-    assert reasons[0].startswith("fused 3 steps (cells 0 to 2): under 0.01 s of work with no "
+    assert reasons[0].startswith("fused 3 steps (In [1] to [3]): under 0.01 s of work with no "
                                  "independent heavy step beside it, so no boundary among them "
                                  "pays (one costs about 0.3 s; "), reasons
     page.shot("lab-steps-why")

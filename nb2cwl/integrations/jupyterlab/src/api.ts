@@ -31,6 +31,8 @@ export interface IGraphStep {
   name: string;
   cells: string[];
   indices: number[];
+  /** The cells as Jupyter numbers them after a Run All: `In [1] to [3]`. */
+  shown?: string;
   deployment: string;
   role: StepRole;
   reason?: string;

@@ -439,7 +439,7 @@ export class Nb2cwlSidebar extends Widget {
   private _renderSteps(): void {
     const steps = this._session?.graph?.steps ?? [];
     const key = JSON.stringify(
-      steps.map(s => [s.name, s.indices, s.deployment, s.reasons ?? s.reason])
+      steps.map(s => [s.name, s.shown, s.deployment, s.reasons ?? s.reason])
     );
     if (key === this._stepsKey) {
       return;
@@ -454,9 +454,7 @@ export class Nb2cwlSidebar extends Widget {
     for (const step of steps) {
       const item = el('li', { className: 'nb2cwl-step-item' });
       item.dataset.step = step.name;
-      const cells = step.indices.length
-        ? ` · cell${step.indices.length === 1 ? '' : 's'} ${step.indices.join(', ')}`
-        : '';
+      const cells = step.shown ? ` · ${step.shown}` : '';
       item.append(
         el('div', {
           className: 'nb2cwl-step-name',
