@@ -8,8 +8,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Location:
     """Where something is in a notebook; cell_index counts every cell, markdown included (as
-    explain, the graph and the step names do); `prompt` is the number Jupyter shows the code
-    cell with after a Run All in a new kernel, `In [prompt]`."""
+    the step names and --cells do); `prompt` is the number Jupyter shows the code cell with
+    after a Run All in a new kernel, `In [prompt]` (as explain and the graph show it)."""
 
     notebook: str
     cell_index: int | None = None
