@@ -33,11 +33,15 @@ def content_file(content: dict[str, Any] | None) -> Iterator[str | None]:
 
 def compile_view(notebook: str, content: dict[str, Any] | None = None,
                  deployment: str | None = None,
-                 options: CompileOptions | None = None) -> Workflow:
-    """Compile `notebook` (from `content` when given) as a run on `deployment` would."""
+                 options: CompileOptions | None = None,
+                 granularity: str | None = None) -> Workflow:
+    """Compile `notebook` (from `content` when given) as a run on `deployment` with steps of
+    `granularity` ("auto" or "cell") would."""
     options = options or CompileOptions()
     if deployment and deployment != "local":
         options = replace(options, deployment=deployment)
+    if granularity:
+        options = replace(options, granularity=granularity)
     with content_file(content) as path:
         return compile_notebook(notebook, replace(options, content=path))
 

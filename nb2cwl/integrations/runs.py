@@ -35,6 +35,7 @@ from nb2cwl.stopping import start_time
 
 RUNS_ENV = "NB2CWL_RUNS_DIR"
 MODES = ("all", "changed", "selected")
+GRANULARITIES = ("auto", "cell")  # nb2cwl run --granularity
 ENDED = ("done", "failed", "cancelled", "lost")
 
 
@@ -62,6 +63,7 @@ class RunRequest:
     mode: str = "all"
     cells: tuple[str, ...] = ()
     content: dict[str, Any] | None = None
+    granularity: str = "auto"  # or "cell": one step per cell (nb2cwl run --granularity)
     output: str | None = None  # the workflow directory (default: NOTEBOOK-wf beside it)
 
 
@@ -165,6 +167,7 @@ class Run:
         return CompileOptions(
             content=os.path.join(self.folder, "notebook.ipynb"), keep_values=True,
             only_cells=tuple(self.meta.get("cells") or ()),
+            granularity=self.meta.get("granularity") or "auto",
             deployment=deployment if deployment and deployment != "local" else None)
 
     def alive(self) -> bool:
@@ -231,6 +234,7 @@ class Run:
         data: dict[str, Any] = {
             "id": self.id, "path": self.meta["path"], "notebook": self.notebook,
             "deployment": self.meta.get("deployment") or "local", "mode": self.meta["mode"],
+            "granularity": self.meta.get("granularity") or "auto",
             "cells_selected": self.meta.get("cells", []), "status": status,
             "started": started, "finished": finished,
             "duration": None if finished is None else max(0.0, finished - started),
@@ -313,13 +317,16 @@ class RunStore:
         command += ["--content", snapshot]
         if request.deployment and request.deployment != "local":
             command += ["--deployment", request.deployment]
+        if request.granularity != "auto":
+            command += ["--granularity", request.granularity]
         if request.mode == "all":
             command.append("--refresh")
         if request.cells:
             command += ["--cells", ",".join(request.cells)]
         meta = {"id": run_id, "path": request.path, "notebook": request.notebook,
                 "deployment": request.deployment or "local", "mode": request.mode,
-                "cells": list(request.cells), "output": output, "started": time.time(),
+                "cells": list(request.cells), "granularity": request.granularity,
+                "output": output, "started": time.time(),
                 "command": command, "content": request.content is not None}
         self._write_meta(folder, meta)
         log_path = os.path.join(folder, "log.txt")

@@ -101,6 +101,11 @@ def write_notebooks(root: Path) -> None:
         _code("y = x / 0"),
         _code("print('after', y)"),
     ]), root / "fused_failing.ipynb")
+    nbformat.write(_notebook([  # fused into one step, unless the user asks for one per cell
+        _code("x = 2\nprint('x', x)"),
+        _code("y = x + 1\nprint('y', y)"),
+        _code("print('sum', x + y)"),
+    ]), root / "granular.ipynb")
     gate = root / "gate"  # while it exists, the second cell waits
     nbformat.write(_notebook([
         _code("import os, time\nprint('first')", "first"),
@@ -671,6 +676,44 @@ def test_the_sidebar_says_why_the_cells_are_grouped(page, lab):
                                  "independent heavy step beside it, so no boundary among them "
                                  "pays (one costs about 0.3 s; "), reasons
     page.shot("lab-steps-why")
+    page.assert_no_errors()
+
+
+def test_the_user_chooses_one_step_per_cell_in_the_sidebar(page, lab):
+    """Issue 28 item 2: the granularity is chosen in the sidebar; the steps, their reasons,
+    the badges and the run follow it."""
+    ids = open_with_badges(page, "granular.ipynb")
+    steps = page.page.locator("[data-testid=nb2cwl-steps]")
+    assert steps.locator("summary").inner_text() == "Steps: 1 step, and why"
+    assert page.page.input_value("[data-testid=nb2cwl-granularity]") == "auto"
+    page.page.select_option("[data-testid=nb2cwl-granularity]", "cell")
+    page.page.wait_for_function(
+        "() => document.querySelector('[data-testid=nb2cwl-steps] summary').textContent"
+        " === 'Steps: 3 steps, and why'", timeout=30_000)
+    page.page.wait_for_function(
+        """(ids) => ids.every((id, n) => document.querySelector(
+            `[data-testid=nb2cwl-badge][data-cell-id="${id}"]`)?.dataset.step === `cell_${n}`)""",
+        arg=ids, timeout=30_000)
+    steps.locator("summary").click()
+    texts = steps.locator(".nb2cwl-step-name").all_inner_texts()
+    assert texts == ["cell_0 · In [1] · local", "cell_1 · In [2] · local",
+                     "cell_2 · In [3] · local"], texts
+    page.shot("lab-one-step-per-cell")
+    run_id = page.execute("nb2cwl:run-all", {"deployment": "local"})
+    page.wait_run(run_id)
+    for cell_id in ids:
+        wait_badge(page, cell_id, "done")
+    assert [b["step"] for b in page.badges()] == ["cell_0", "cell_1", "cell_2"]
+    assert page.outputs_text(ids[2]).strip() == "sum 5"
+    with urllib.request.urlopen(f"{lab['base']}/nb2cwl/api/runs/{run_id}?token={TOKEN}",
+                                timeout=10) as reply:
+        detail = json.load(reply)
+    assert detail["granularity"] == "cell" and sorted(detail["steps"]) == [
+        "assemble", "cell_0", "cell_1", "cell_2"], detail
+    page.page.select_option("[data-testid=nb2cwl-granularity]", "auto")
+    page.page.wait_for_function(
+        "() => document.querySelector('[data-testid=nb2cwl-steps] summary').textContent"
+        " === 'Steps: 1 step, and why'", timeout=30_000)
     page.assert_no_errors()
 
 

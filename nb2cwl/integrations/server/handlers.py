@@ -20,7 +20,7 @@ from tornado import web
 from tornado.ioloop import IOLoop
 
 from nb2cwl.errors import Nb2CwlError
-from nb2cwl.integrations.runs import MODES, Run, RunRequest
+from nb2cwl.integrations.runs import GRANULARITIES, MODES, Run, RunRequest
 
 RESOURCE = "nb2cwl"
 
@@ -69,9 +69,18 @@ class _Handler(APIHandler):
             raise web.HTTPError(400, "content must be a notebook (nbformat JSON)")
         try:
             return await IOLoop.current().run_in_executor(
-                None, compile_view, notebook, content, data.get("deployment"), None)
+                None, compile_view, notebook, content, data.get("deployment"), None,
+                granularity_of(data))
         except Nb2CwlError as exc:
             raise web.HTTPError(400, str(exc)) from None
+
+
+def granularity_of(data: dict[str, Any]) -> str:
+    """The body's step granularity, as `nb2cwl run --granularity` takes it (default auto)."""
+    granularity = data.get("granularity") or "auto"
+    if granularity not in GRANULARITIES:
+        raise web.HTTPError(400, f"granularity must be one of {', '.join(GRANULARITIES)}")
+    return str(granularity)
 
 
 class DeploymentsHandler(_Handler):
@@ -92,7 +101,8 @@ class DeploymentsHandler(_Handler):
 
 
 class GraphHandler(_Handler):
-    """POST graph {path, content?, deployment?}: the steps, edges, cells and the SVG."""
+    """POST graph {path, content?, deployment?, granularity?}: the steps, edges, cells and the
+    SVG."""
 
     @web.authenticated
     @authorized
@@ -104,7 +114,8 @@ class GraphHandler(_Handler):
 
 
 class PlanHandler(_Handler):
-    """POST plan {path, content?, deployment?}: what "Run changed" would run again."""
+    """POST plan {path, content?, deployment?, granularity?}: what "Run changed" would run
+    again."""
 
     @web.authenticated
     @authorized
@@ -124,7 +135,7 @@ class PlanHandler(_Handler):
                     content = json.load(handle)
                 last = await IOLoop.current().run_in_executor(
                     None, compile_view, last_run.notebook, content,
-                    last_run.meta.get("deployment"), None)
+                    last_run.meta.get("deployment"), None, last_run.meta.get("granularity"))
             except (OSError, ValueError, Nb2CwlError):
                 last = None  # an unreadable record: as if there were no earlier run
         self.send(plan_changes(now, last, last_run.id if last_run is not None else None))
@@ -132,7 +143,7 @@ class PlanHandler(_Handler):
 
 class RunsHandler(_Handler):
     """GET runs?path=NB: the runs, newest first. POST runs {path, content?, deployment?,
-    mode, cells?}: start one."""
+    granularity?, mode, cells?}: start one."""
 
     @web.authenticated
     @authorized
@@ -164,6 +175,7 @@ class RunsHandler(_Handler):
                                 "cancel it or wait for it")
         request = RunRequest(notebook=notebook, path=str(data["path"]).lstrip("/"),
                              deployment=data.get("deployment") or None, mode=mode,
+                             granularity=granularity_of(data),
                              cells=tuple(cells) if mode == "selected" else (), content=content)
         try:
             run = store.start(request)

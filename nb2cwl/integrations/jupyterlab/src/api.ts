@@ -106,10 +106,14 @@ export const RUN_FILE_KINDS: ReadonlyArray<RunFileKind> = [
   'logs'
 ];
 
+/** Where step boundaries go (`nb2cwl run --granularity`). */
+export type Granularity = 'auto' | 'cell';
+
 export interface IRun {
   id: string;
   path: string;
   deployment: string;
+  granularity?: Granularity;
   mode: RunMode;
   status: RunStatus;
   started: number;
@@ -149,6 +153,7 @@ export interface IRunRequest {
   path: string;
   content?: nbformat.INotebookContent;
   deployment?: string;
+  granularity?: Granularity;
   mode: RunMode;
   cells?: string[];
 }
@@ -157,6 +162,7 @@ export interface IContentRequest {
   path: string;
   content?: nbformat.INotebookContent;
   deployment?: string;
+  granularity?: Granularity;
 }
 
 /** An error answered by the server extension (or the failure to reach it). */

@@ -10,6 +10,7 @@ import { type ISignal, Signal } from '@lumino/signaling';
 
 import {
   FINAL_RUN_STATUSES,
+  type Granularity,
   isUnavailable,
   type IDeploymentsResponse,
   type IGraph,
@@ -101,6 +102,7 @@ export interface ICellView {
 export interface IRunRequestMemo {
   mode: RunMode;
   deployment: string | null;
+  granularity?: Granularity;
   cells?: string[];
 }
 
@@ -178,6 +180,20 @@ export class NotebookSession implements IDisposable {
       return;
     }
     this._deployment = name;
+    this._changed.emit();
+    void this.refreshGraphAndPlan();
+  }
+
+  /** Where step boundaries go: where they pay (auto), or one step per cell. */
+  get granularity(): Granularity {
+    return this._granularity;
+  }
+
+  set granularity(value: Granularity) {
+    if (value === this._granularity) {
+      return;
+    }
+    this._granularity = value;
     this._changed.emit();
     void this.refreshGraphAndPlan();
   }
@@ -429,10 +445,15 @@ export class NotebookSession implements IDisposable {
    */
   async startRun(
     mode: RunMode,
-    options: { deployment?: string | null; cells?: string[] } = {}
+    options: {
+      deployment?: string | null;
+      granularity?: Granularity;
+      cells?: string[];
+    } = {}
   ): Promise<string> {
     await this.panel.context.ready;
     const deployment = options.deployment ?? this._deployment ?? undefined;
+    const granularity = options.granularity ?? this._granularity;
     const content =
       this.panel.context.model.toJSON() as nbformat.INotebookContent;
     this._starting = true;
@@ -443,12 +464,14 @@ export class NotebookSession implements IDisposable {
         path: this.path,
         content,
         deployment,
+        granularity,
         mode,
         ...(mode === 'selected' ? { cells: options.cells ?? [] } : {})
       });
       this._requests.set(run.id, {
         mode,
         deployment: deployment ?? run.deployment ?? null,
+        granularity,
         cells: options.cells
       });
       this._serverError = null;
@@ -499,6 +522,7 @@ export class NotebookSession implements IDisposable {
     const mode = memo?.mode ?? run.mode ?? 'all';
     return this.startRun(mode, {
       deployment: memo?.deployment ?? run.deployment,
+      granularity: memo?.granularity ?? run.granularity ?? 'auto',
       cells:
         mode === 'selected'
           ? (memo?.cells ??
@@ -567,7 +591,8 @@ export class NotebookSession implements IDisposable {
     const body = {
       path: this.path,
       content: this.panel.context.model.toJSON() as nbformat.INotebookContent,
-      deployment: this._deployment ?? undefined
+      deployment: this._deployment ?? undefined,
+      granularity: this._granularity
     };
     const [graph, plan] = await Promise.allSettled([
       this.api.graph(body),
@@ -1182,6 +1207,7 @@ export class NotebookSession implements IDisposable {
   private _runEnded = new Signal<this, IRun>(this);
   private _deployments: IDeploymentsResponse | null = null;
   private _deployment: string | null = null;
+  private _granularity: Granularity = 'auto';
   private _graph: IGraph | null = null;
   private _plan: IPlan | null = null;
   private _stale = new Set<string>();

@@ -1,12 +1,14 @@
 /**
- * The nb2cwl side panel: the current notebook, a deployment picker, the run
- * buttons, the run status line and the notebook's runs.
+ * The nb2cwl side panel: the current notebook, a deployment picker, where
+ * step boundaries go, the run buttons, the run status line, the steps and why,
+ * and the notebook's runs.
  */
 import type { CommandRegistry } from '@lumino/commands';
 import { Widget } from '@lumino/widgets';
 
 import {
   FINAL_RUN_STATUSES,
+  type Granularity,
   type IRun,
   type Nb2cwlApi,
   RUN_FILE_KINDS,
@@ -32,6 +34,22 @@ const FILE_TITLES: Record<RunFileKind, string> = {
   notebook: 'The executed copy of the notebook',
   logs: "The run's log"
 };
+
+/** The choices of the Steps picker: value, label, tooltip. */
+const GRANULARITY_CHOICES: ReadonlyArray<[Granularity, string, string]> = [
+  [
+    'auto',
+    'where they pay',
+    'A step boundary only where it pays (independent heavy work side by side, loops ' +
+      'scattered) or is needed; the reasons are under "Steps"'
+  ],
+  [
+    'cell',
+    'one per cell',
+    'One step per code cell (nb2cwl run --granularity cell): each cell on its own, ' +
+      'for debugging'
+  ]
+];
 
 function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,
@@ -117,6 +135,27 @@ export class Nb2cwlSidebar extends Widget {
     });
     pickerRow.append(this._deployment);
 
+    // Where step boundaries go: `nb2cwl run --granularity`.
+    const granularityRow = el('label', {
+      className: 'nb2cwl-row nb2cwl-granularity-row'
+    });
+    granularityRow.append(el('span', { text: 'Steps' }));
+    this._granularity = el('select', {
+      className: 'nb2cwl-granularity jp-mod-styled',
+      testid: 'nb2cwl-granularity'
+    });
+    for (const [value, text, title] of GRANULARITY_CHOICES) {
+      const option = el('option', { text, title });
+      option.value = value;
+      this._granularity.append(option);
+    }
+    this._granularity.addEventListener('change', () => {
+      if (this._session) {
+        this._session.granularity = this._granularity.value as Granularity;
+      }
+    });
+    granularityRow.append(this._granularity);
+
     const buttons = el('div', { className: 'nb2cwl-buttons' });
     this._runAll = this._button(
       'nb2cwl-run-all',
@@ -197,6 +236,7 @@ export class Nb2cwlSidebar extends Widget {
     this.node.append(
       header,
       pickerRow,
+      granularityRow,
       buttons,
       this._status,
       this._inputs,
@@ -240,6 +280,8 @@ export class Nb2cwlSidebar extends Widget {
     setText(this._notebook, session ? session.path : 'No notebook');
     this._notebook.title = session ? session.path : '';
     this._renderDeployments();
+    this._granularity.value = session?.granularity ?? 'auto';
+    this._granularity.disabled = !session;
     this._renderButtons();
     this._renderStatus();
     this._renderInputs();
@@ -624,6 +666,7 @@ export class Nb2cwlSidebar extends Widget {
   private _selection: (() => string[]) | null = null;
   private _notebook: HTMLElement;
   private _deployment: HTMLSelectElement;
+  private _granularity: HTMLSelectElement;
   private _runAll: HTMLButtonElement;
   private _runChanged: HTMLButtonElement;
   private _runSelected: HTMLButtonElement;
