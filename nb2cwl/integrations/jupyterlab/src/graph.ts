@@ -9,7 +9,8 @@ import { Widget } from '@lumino/widgets';
 
 import { shardText } from './format';
 import { nb2cwlIcon } from './icon';
-import { CELL_STATUSES, type NotebookSession } from './session';
+import { CELL_STATUSES } from './run_progress';
+import type { NotebookSession } from './session';
 
 export const GRAPH_ID = 'nb2cwl-graph';
 

@@ -9,7 +9,6 @@ import type { IDisposable } from '@lumino/disposable';
 import { type ISignal, Signal } from '@lumino/signaling';
 
 import {
-  FINAL_RUN_STATUSES,
   type Granularity,
   isUnavailable,
   type IDeploymentsResponse,
@@ -22,63 +21,18 @@ import {
   type RunMode
 } from './api';
 import type { IRunEvent } from './events';
+import {
+  CELL_STATUSES,
+  type CellStatus,
+  type ICellRunPart,
+  type IStepRunState,
+  isFinal,
+  now,
+  RunProgress
+} from './run_progress';
 import { cellsNotShowing } from './shown_run';
 
-/** The statuses a cell badge shows. */
-export type CellStatus =
-  | 'idle'
-  | 'stale'
-  | 'queued'
-  | 'running'
-  | 'done'
-  | 'cached'
-  | 'failed'
-  | 'cancelled'
-  | 'skipped';
-
-/** Every status a badge can show, in the order a run goes through them. */
-export const CELL_STATUSES: ReadonlyArray<string> = [
-  'idle',
-  'stale',
-  'queued',
-  'running',
-  'done',
-  'cached',
-  'failed',
-  'cancelled',
-  'skipped'
-];
-
-/** A step's live state in the followed run. */
-export interface IStepRunState {
-  status: string;
-  where?: string;
-  startedAt?: number;
-  elapsed?: number;
-  shards?: number;
-  /** The shard most recently reported (1-based). */
-  shard?: number;
-  shardsDone: Set<number>;
-  shardsRunning: Set<number>;
-  /** cells, split, map, gather, training, assemble (from the events or the graph). */
-  role?: string;
-  message?: string;
-}
-
-/** A cell's own state, from `cell` and `output` events. */
-interface ICellRunState {
-  status: CellStatus;
-  startedAt?: number;
-  elapsed?: number;
-  executionCount?: number | null;
-}
-
-/** A cell's state in one run. */
-interface ICellRunPart {
-  status: CellStatus;
-  elapsed: number | null;
-  where: string | null;
-}
+export { CELL_STATUSES, type CellStatus, type IStepRunState };
 
 /** What a cell badge shows. */
 export interface ICellView {
@@ -110,18 +64,6 @@ export interface IRunRequestMemo {
 export const REFRESH_DEBOUNCE_MS = 800;
 
 const TICK_MS = 250;
-
-const now = (): number => Date.now() / 1000;
-
-function isFinal(status: string | undefined | null): boolean {
-  return !!status && FINAL_RUN_STATUSES.includes(status);
-}
-
-function toCellStatus(status: string | undefined): CellStatus {
-  return status && CELL_STATUSES.includes(status)
-    ? (status as CellStatus)
-    : 'idle';
-}
 
 /**
  * The nb2cwl state of one notebook panel.
@@ -245,7 +187,7 @@ export class NotebookSession implements IDisposable {
   }
 
   get stepStates(): ReadonlyMap<string, IStepRunState> {
-    return this._steps;
+    return this._progress.steps;
   }
 
   /** How a run was asked for from this page, if it was. */
@@ -255,16 +197,7 @@ export class NotebookSession implements IDisposable {
 
   /** The cells the followed run ran (or reused): those of its steps that were not skipped. */
   participatingCells(): Set<string> {
-    const cells = new Set<string>(this._cells.keys());
-    for (const [cell, steps] of this._cellSteps.entries()) {
-      for (const step of steps) {
-        const state = this._steps.get(step);
-        if (state && state.status !== 'skipped') {
-          cells.add(cell);
-        }
-      }
-    }
-    return cells;
+    return this._progress.participatingCells();
   }
 
   /** The graph's step of that name. */
@@ -274,21 +207,7 @@ export class NotebookSession implements IDisposable {
 
   /** The number of steps of the followed run, and how many have finished. */
   stepProgress(): { finished: number; running: number; total: number } {
-    let finished = 0;
-    let running = 0;
-    for (const state of this._steps.values()) {
-      if (['done', 'cached', 'failed', 'skipped'].includes(state.status)) {
-        finished += 1;
-      } else if (state.status === 'running') {
-        running += 1;
-      }
-    }
-    const total = Math.max(
-      this._run?.steps_total ?? 0,
-      this._steps.size,
-      finished + running
-    );
-    return { finished, running, total };
+    return this._progress.counts(this._run?.steps_total ?? 0);
   }
 
   /**
@@ -296,7 +215,7 @@ export class NotebookSession implements IDisposable {
    * graph (a scattered loop's cell has a split, a map and a gather step).
    */
   stepsOf(cellId: string): string[] {
-    const fromRun = this._cellSteps.get(cellId);
+    const fromRun = this._progress.cellSteps.get(cellId);
     if (fromRun && fromRun.length > 0) {
       return fromRun;
     }
@@ -313,13 +232,14 @@ export class NotebookSession implements IDisposable {
   /** The step a cell's badge names: the one running, else the last one that ran, else the graph's. */
   stepOf(cellId: string): string | null {
     const steps = this.stepsOf(cellId);
-    const running = steps.find(n => this._steps.get(n)?.status === 'running');
+    const states = this._progress.steps;
+    const running = steps.find(n => states.get(n)?.status === 'running');
     if (running) {
       return running;
     }
     if (this.isRunActive) {
       const started = steps.filter(n => {
-        const status = this._steps.get(n)?.status;
+        const status = states.get(n)?.status;
         return status !== undefined && status !== 'queued';
       });
       if (started.length > 0) {
@@ -331,13 +251,7 @@ export class NotebookSession implements IDisposable {
 
   /** Live seconds of a step, or its final elapsed time. */
   stepElapsed(state: IStepRunState): number | null {
-    if (state.elapsed !== undefined) {
-      return state.elapsed;
-    }
-    if (state.startedAt !== undefined && state.status === 'running') {
-      return Math.max(0, now() - state.startedAt);
-    }
-    return null;
+    return this._progress.stepElapsed(state);
   }
 
   /** Everything a cell's badge shows. */
@@ -351,11 +265,17 @@ export class NotebookSession implements IDisposable {
     // (none where a reopened notebook does not show the run's results)
     const part = this._notShown.has(cellId)
       ? null
-      : (this._runPart(cellId, steps) ?? this._previous.get(cellId) ?? null);
+      : (this._progress.cellPart(cellId, steps) ??
+        this._previous.get(cellId) ??
+        null);
     const runStatus = part?.status ?? null;
 
     let status: CellStatus;
-    if (runStatus && this.isRunActive && this._runPart(cellId, steps)) {
+    if (
+      runStatus &&
+      this.isRunActive &&
+      this._progress.cellPart(cellId, steps)
+    ) {
       status = runStatus;
     } else if (stale && this._plan?.last_run) {
       status = 'stale';
@@ -368,7 +288,7 @@ export class NotebookSession implements IDisposable {
         (stepName !== null && s.name === stepName) || s.cells.includes(cellId)
     );
     const mapState = steps
-      .map(name => this._steps.get(name))
+      .map(name => this._progress.steps.get(name))
       .find(s => s?.shards);
     const mapGraph = steps
       .map(name => this.graphStep(name))
@@ -390,51 +310,9 @@ export class NotebookSession implements IDisposable {
     };
   }
 
-  /** The cell's status, time and place in the followed run (null: not in it). */
-  private _runPart(cellId: string, steps: string[]): ICellRunPart | null {
-    const states = steps
-      .map(name => this._steps.get(name))
-      .filter((s): s is IStepRunState => s !== undefined);
-    const own = this._cells.get(cellId);
-    // The cell's own events, else its steps'.
-    const derived = this._derivedStatus(cellId, steps);
-    let status: CellStatus | null = own ? own.status : derived;
-    if (
-      own &&
-      derived &&
-      steps.length > 1 &&
-      ['done', 'cached'].includes(own.status) &&
-      ['queued', 'running'].includes(derived)
-    ) {
-      status = derived; // more steps of the cell (a scattered loop) to go
-    }
-    if (status === null) {
-      return null;
-    }
-    let elapsed: number | null = null;
-    if (own?.elapsed !== undefined && steps.length <= 1) {
-      elapsed = own.elapsed;
-    } else if (
-      own?.startedAt !== undefined &&
-      own.status === 'running' &&
-      steps.length <= 1
-    ) {
-      elapsed = Math.max(0, now() - own.startedAt);
-    } else if (status !== 'queued') {
-      const times = states
-        .map(s => this.stepElapsed(s))
-        .filter((t): t is number => t !== null);
-      elapsed = times.length > 0 ? times.reduce((a, b) => a + b, 0) : null;
-    }
-    const whereState =
-      states.find(s => s.status === 'running' && s.where) ??
-      [...states].reverse().find(s => s.where);
-    return { status, elapsed, where: whereState?.where ?? null };
-  }
-
   /** The graph status of a step: the followed run's, else an earlier run's. */
   stepState(name: string): IStepRunState | undefined {
-    return this._steps.get(name) ?? this._previousSteps.get(name);
+    return this._progress.steps.get(name) ?? this._previousSteps.get(name);
   }
 
   // ---- actions -----------------------------------------------------------
@@ -688,19 +566,10 @@ export class NotebookSession implements IDisposable {
       // Fill in mode, deployment, steps_total, files.
       void this.refreshRuns();
     }
-    switch (event.kind) {
-      case 'run':
-        this._onRunEvent(event);
-        break;
-      case 'step':
-        this._onStepEvent(event);
-        break;
-      case 'cell':
-        this._onCellEvent(event);
-        break;
-      case 'output':
-        this._onOutputEvent(event);
-        break;
+    if (event.kind === 'run') {
+      this._onRunEvent(event);
+    } else {
+      this._progress.apply(event);
     }
     this._runEvent.emit(event);
     this._updateTicker();
@@ -741,245 +610,6 @@ export class NotebookSession implements IDisposable {
     }
   }
 
-  private _onStepEvent(event: IRunEvent): void {
-    const name = event.step;
-    if (!name) {
-      return;
-    }
-    const state = this._stepState(name);
-    for (const cell of event.cells ?? []) {
-      this._link(cell, name);
-    }
-    if (typeof event.role === 'string') {
-      state.role = event.role;
-    }
-    const role = state.role ?? this.graphStep(name)?.role;
-    if (event.shards) {
-      if (role === 'split') {
-        // The split tells how many shards its map step gets.
-        const map = this._mapOf(name);
-        if (map) {
-          this._stepState(map).shards = event.shards;
-        }
-      } else if (role === 'map' || event.shard) {
-        state.shards = event.shards;
-      }
-    }
-    if (event.where) {
-      state.where = event.where;
-    }
-    if (event.message) {
-      state.message = event.message;
-    }
-    const status = event.status ?? state.status;
-    const final = ['done', 'cached', 'failed', 'skipped'].includes(status);
-    if (state.shards && state.shards > 1 && status !== 'queued') {
-      this._onShardEvent(state, status, event);
-      return;
-    }
-    state.status = status;
-    if (status === 'running') {
-      state.startedAt = now();
-      state.elapsed = undefined;
-    } else if (final) {
-      if (event.elapsed !== undefined) {
-        state.elapsed = event.elapsed;
-      } else if (state.startedAt !== undefined && status !== 'skipped') {
-        state.elapsed = Math.max(0, now() - state.startedAt);
-      }
-    }
-  }
-
-  /**
-   * One job of a scattered loop's map step. A job's `running` event names its
-   * shard; its end may not (then it ends the oldest shard still running), and
-   * an end with no shard running ends the whole step.
-   */
-  private _onShardEvent(
-    state: IStepRunState,
-    status: string,
-    event: IRunEvent
-  ): void {
-    const total = state.shards as number;
-    const finishAll = (): void => {
-      for (let i = 1; i <= total; i++) {
-        state.shardsDone.add(i);
-      }
-      state.shardsRunning.clear();
-    };
-    if (status === 'running') {
-      const shard =
-        event.shard ?? state.shardsDone.size + state.shardsRunning.size + 1;
-      state.shard = shard;
-      state.shardsRunning.add(shard);
-      state.startedAt = state.startedAt ?? now();
-      if (state.status !== 'failed') {
-        state.status = 'running';
-      }
-      return;
-    }
-    let shard = event.shard;
-    if (shard === undefined && state.shardsRunning.size > 0) {
-      shard = Math.min(...state.shardsRunning);
-    }
-    if (shard === undefined) {
-      finishAll();
-    } else {
-      state.shardsRunning.delete(shard);
-      if (status === 'done' || status === 'cached') {
-        state.shardsDone.add(shard);
-      }
-    }
-    if (status === 'failed') {
-      state.status = 'failed';
-    } else if (status === 'skipped' && state.shardsDone.size === 0) {
-      state.status = 'skipped';
-    } else if (state.shardsDone.size >= total && state.status !== 'failed') {
-      state.status = status === 'cached' ? 'cached' : 'done';
-    } else if (state.status !== 'failed') {
-      state.status = 'running';
-      state.startedAt = state.startedAt ?? now();
-      return;
-    }
-    state.elapsed =
-      state.startedAt !== undefined
-        ? Math.max(0, now() - state.startedAt)
-        : (event.elapsed ?? state.elapsed);
-  }
-
-  private _stepState(name: string): IStepRunState {
-    let state = this._steps.get(name);
-    if (!state) {
-      state = {
-        status: 'queued',
-        shardsDone: new Set(),
-        shardsRunning: new Set()
-      };
-      this._steps.set(name, state);
-    }
-    return state;
-  }
-
-  /** The map step of a split step (the graph's step of role map with the same cells). */
-  private _mapOf(split: string): string | null {
-    // a split joined with the step before it runs that step's cells first,
-    // the loop's cell last: any of its cells the map shares is the loop's
-    const cells = this.graphStep(split)?.cells ?? this._cellsOfStep(split);
-    for (const cell of cells) {
-      const fromGraph = this._graph?.steps.find(
-        step => step.role === 'map' && step.cells.includes(cell)
-      );
-      if (fromGraph) {
-        return fromGraph.name;
-      }
-      for (const name of this._cellSteps.get(cell) ?? []) {
-        if (this._steps.get(name)?.role === 'map') {
-          return name;
-        }
-      }
-    }
-    return null;
-  }
-
-  private _cellsOfStep(step: string): string[] {
-    return [...this._cellSteps.entries()]
-      .filter(([, steps]) => steps.includes(step))
-      .map(([cell]) => cell);
-  }
-
-  private _onCellEvent(event: IRunEvent): void {
-    const id = event.cell;
-    if (!id) {
-      return;
-    }
-    if (event.step) {
-      this._link(id, event.step);
-    }
-    const state = this._cells.get(id) ?? { status: 'queued' as CellStatus };
-    const status = toCellStatus(event.status);
-    state.status = status;
-    if (status === 'running') {
-      state.startedAt = now();
-      state.elapsed = undefined;
-    } else if (status !== 'queued') {
-      if (state.startedAt !== undefined) {
-        state.elapsed = Math.max(0, now() - state.startedAt);
-      }
-    }
-    if (event.execution_count !== undefined) {
-      state.executionCount = event.execution_count;
-    }
-    this._cells.set(id, state);
-  }
-
-  private _onOutputEvent(event: IRunEvent): void {
-    const id = event.cell;
-    if (id && event.step) {
-      this._link(id, event.step);
-    }
-  }
-
-  /** A cell's status from its steps' states (null: not in the followed run). */
-  private _derivedStatus(cellId: string, steps: string[]): CellStatus | null {
-    const states = steps
-      .map(name => [name, this._steps.get(name)] as const)
-      .filter((e): e is readonly [string, IStepRunState] => e[1] !== undefined);
-    if (states.length === 0) {
-      return null;
-    }
-    const statuses = states.map(([, s]) => s.status);
-    const running = states.find(([, s]) => s.status === 'running');
-    if (running) {
-      // The cells of a fused step run one after another: with events for
-      // some of them, the others wait (or are through).
-      const siblings = [...this._cellSteps.entries()]
-        .filter(([cell, s]) => cell !== cellId && s.includes(running[0]))
-        .map(([cell]) => this._cells.get(cell));
-      return siblings.some(s => s !== undefined) && !this._cells.has(cellId)
-        ? 'queued'
-        : 'running';
-    }
-    for (const ended of ['failed', 'cancelled'] as const) {
-      const stoppedSteps = states
-        .filter(([, s]) => s.status === ended)
-        .map(([name]) => name);
-      if (stoppedSteps.length === 0) {
-        continue;
-      }
-      // A cell of that step with no events of its own never started: the step
-      // stopped in another of its cells (which has its own events).
-      const siblingStarted = [...this._cellSteps.entries()].some(
-        ([cell, s]) =>
-          cell !== cellId &&
-          s.some(name => stoppedSteps.includes(name)) &&
-          this._cells.has(cell)
-      );
-      return siblingStarted && !this._cells.has(cellId) ? 'skipped' : ended;
-    }
-    if (statuses.every(s => s === 'skipped')) {
-      return 'skipped';
-    }
-    if (statuses.every(s => s === 'cached')) {
-      return 'cached';
-    }
-    if (statuses.every(s => ['done', 'cached', 'skipped'].includes(s))) {
-      return 'done';
-    }
-    if (statuses.some(s => ['done', 'cached'].includes(s))) {
-      return 'running'; // between two of its steps
-    }
-    return toCellStatus(statuses[0]);
-  }
-
-  private _link(cell: string, step: string): void {
-    const steps = this._cellSteps.get(cell);
-    if (!steps) {
-      this._cellSteps.set(cell, [step]);
-    } else if (!steps.includes(step)) {
-      steps.push(step);
-    }
-  }
-
   /** Follow a new run: forget the previous run's live state. */
   private _adopt(run: IRun): void {
     if (this._run && this._run.id === run.id) {
@@ -990,19 +620,17 @@ export class NotebookSession implements IDisposable {
     // What this run leaves stays on the cells the next run does not touch.
     const model = this.panel.context.model;
     for (const cell of model ? model.cells : []) {
-      const part = this._runPart(cell.id, this.stepsOf(cell.id));
+      const part = this._progress.cellPart(cell.id, this.stepsOf(cell.id));
       if (part && !this._notShown.has(cell.id)) {
         this._previous.set(cell.id, { ...part, where: part.where });
       }
     }
-    for (const [name, state] of this._steps) {
+    for (const [name, state] of this._progress.steps) {
       this._previousSteps.set(name, state);
     }
     this._run = { ...run };
     this._notShown = new Set();
-    this._steps = new Map();
-    this._cells = new Map();
-    this._cellSteps = new Map();
+    this._progress = new RunProgress(() => this._graph);
     this._changed.emit();
   }
 
@@ -1018,52 +646,7 @@ export class NotebookSession implements IDisposable {
     if (this._isDisposed || !this._run || this._run.id !== run.id) {
       return;
     }
-    const t = now();
-    for (const [name, s] of Object.entries(detail.steps ?? {})) {
-      if (this._steps.has(name)) {
-        continue; // events were faster
-      }
-      const state: IStepRunState = {
-        status: String(s.status ?? 'queued'),
-        where: s.where,
-        elapsed: typeof s.elapsed === 'number' ? s.elapsed : undefined,
-        shards: s.shards,
-        shard: s.shard,
-        role: typeof s.role === 'string' ? s.role : undefined,
-        shardsDone: new Set(),
-        shardsRunning: new Set()
-      };
-      if (state.shards && ['done', 'cached'].includes(state.status)) {
-        for (let i = 1; i <= state.shards; i++) {
-          state.shardsDone.add(i);
-        }
-      }
-      if (state.status === 'running') {
-        const started = (s as { started?: unknown }).started;
-        state.startedAt =
-          typeof started === 'number' ? Math.min(started, t) : t;
-      }
-      const cells = (s as { cells?: unknown }).cells;
-      if (Array.isArray(cells)) {
-        for (const cell of cells) {
-          this._link(String(cell), name);
-        }
-      }
-      this._steps.set(name, state);
-    }
-    for (const [id, c] of Object.entries(detail.cells ?? {})) {
-      if (this._cells.has(id)) {
-        continue;
-      }
-      if (c.step) {
-        this._link(id, c.step);
-      }
-      this._cells.set(id, {
-        status: toCellStatus(c.status),
-        executionCount: c.execution_count,
-        startedAt: c.status === 'running' ? t : undefined
-      });
-    }
+    this._progress.load(detail);
     if (isFinal(detail.status)) {
       // a page opened after the run: badges only where the cells show it
       this._notShown = cellsNotShowing(this.panel.context.model, detail.cells ?? {});
@@ -1089,36 +672,11 @@ export class NotebookSession implements IDisposable {
       return;
     }
     this._ended.add(run.id);
-    // A cell the run stopped in the middle of was cancelled (the user's Cancel)
-    // or failed (the run did); whatever had not started was skipped.
-    const stopped: CellStatus =
-      run.status === 'cancelled' ? 'cancelled' : 'failed';
-    for (const state of this._steps.values()) {
-      if (state.status === 'queued' || state.status === 'running') {
-        state.status = state.status === 'running' ? stopped : 'skipped';
-        state.shardsRunning.clear();
-        if (state.startedAt !== undefined && state.elapsed === undefined) {
-          state.elapsed = Math.max(0, now() - state.startedAt);
-        }
-      }
-    }
-    for (const state of this._cells.values()) {
-      if (state.status === 'queued' || state.status === 'running') {
-        state.status = state.status === 'running' ? stopped : 'skipped';
-        if (state.startedAt !== undefined && state.elapsed === undefined) {
-          state.elapsed = Math.max(0, now() - state.startedAt);
-        }
-      }
-    }
+    this._progress.stop(run.status === 'cancelled' ? 'cancelled' : 'failed');
     if (run.status === 'done') {
       // The cells that ran are no longer stale (the plan refresh confirms).
-      for (const [cell, steps] of this._cellSteps.entries()) {
-        const ran = steps.every(step =>
-          ['done', 'cached'].includes(this._steps.get(step)?.status ?? '')
-        );
-        if (ran) {
-          this._stale.delete(cell);
-        }
+      for (const cell of this._progress.ranCells()) {
+        this._stale.delete(cell);
       }
     }
     this._upsertRun(run);
@@ -1151,10 +709,7 @@ export class NotebookSession implements IDisposable {
   }
 
   private _updateTicker(): void {
-    const live =
-      [...this._steps.values()].some(s => s.status === 'running') ||
-      [...this._cells.values()].some(c => c.status === 'running') ||
-      this.isRunActive;
+    const live = this._progress.live || this.isRunActive;
     if (live && !this._ticker) {
       this._ticker = window.setInterval(() => this._changed.emit(), TICK_MS);
     } else if (!live && this._ticker) {
@@ -1167,9 +722,7 @@ export class NotebookSession implements IDisposable {
     this._deployments = null;
     this._runs = [];
     this._run = null;
-    this._steps = new Map();
-    this._cells = new Map();
-    this._cellSteps = new Map();
+    this._progress = new RunProgress(() => this._graph);
     this._previous = new Map();
     this._previousSteps = new Map();
     void this.refreshAll();
@@ -1215,9 +768,7 @@ export class NotebookSession implements IDisposable {
   private _run: IRun | null = null;
   private _ended = new Set<string>();
   private _requests = new Map<string, IRunRequestMemo>();
-  private _steps = new Map<string, IStepRunState>();
-  private _cells = new Map<string, ICellRunState>();
-  private _cellSteps = new Map<string, string[]>();
+  private _progress = new RunProgress(() => this._graph);
   private _previous = new Map<string, ICellRunPart>();
   private _notShown = new Set<string>();
   private _previousSteps = new Map<string, IStepRunState>();
