@@ -89,22 +89,53 @@ def assigned_values(name: nodes.Name) -> list[nodes.NodeNG]:
     return values
 
 
-def only_imported(expression: nodes.NodeNG) -> bool:
+def only_imported(expression: nodes.NodeNG, depth: int = 0) -> bool:
     """True when `expression` starts at a name that only imports bind: `Ridge`,
     `np.random.default_rng`, or a method of what a library returned (`np.linalg.eigh(a).max`,
-    `pd.read_csv(p)["x"].mean`). What it calls is then the library's, not the notebook's."""
+    `pd.read_csv(p)["x"].mean`, `(np.einsum(...) <= 1).sum`), or of a variable every
+    assignment of which is such a library call given only literals and library values
+    (`rng = np.random.default_rng(0)`, then `rng.normal`). What it calls is then the
+    library's, not the notebook's."""
     while isinstance(expression, (nodes.Attribute, nodes.Call, nodes.Subscript)):
         expression = (expression.expr if isinstance(expression, nodes.Attribute) else
                       expression.func if isinstance(expression, nodes.Call) else
                       expression.value)
+    if isinstance(expression, (nodes.Compare, nodes.BinOp)) and depth < MAX_DEPTH:
+        # `(np.einsum(...) <= 1).sum`: an operator on library values and literals
+        operands = ([expression.left, *(c for _, c in expression.ops)]
+                    if isinstance(expression, nodes.Compare)
+                    else [expression.left, expression.right])
+        return all(_plain_argument(o, depth + 1) for o in operands)
     if not isinstance(expression, nodes.Name):
         return False
     try:
         _, assigned = expression.lookup(expression.name)
     except (AstroidError, RecursionError):
         return False
-    return bool(assigned) and all(isinstance(a, (nodes.Import, nodes.ImportFrom))
-                                  for a in assigned)
+    if not assigned:
+        return False
+    if all(isinstance(a, (nodes.Import, nodes.ImportFrom)) for a in assigned):
+        return True
+    if depth >= MAX_DEPTH:
+        return False
+    values = assigned_values(expression)
+    return len(values) == len(assigned) and all(
+        isinstance(v, nodes.Call) and only_imported(v.func, depth + 1)
+        and all(_plain_argument(a, depth + 1) for a in [*v.args, *(k.value for k in
+                                                                   v.keywords or ())])
+        for v in values)
+
+
+def _plain_argument(value: nodes.NodeNG, depth: int) -> bool:
+    """A literal, or what a library gives (no notebook object can come back through it)."""
+    if isinstance(value, nodes.Const):
+        return True
+    if isinstance(value, (nodes.Tuple, nodes.List)):
+        return all(_plain_argument(e, depth) for e in value.elts)
+    if isinstance(value, nodes.UnaryOp):
+        return _plain_argument(value.operand, depth)
+    return isinstance(value, (nodes.Name, nodes.Attribute, nodes.Call, nodes.Subscript,
+                              nodes.Compare, nodes.BinOp)) and only_imported(value, depth)
 
 
 def callees(call: nodes.Call, module: nodes.Module | None) -> list[nodes.FunctionDef]:
