@@ -42,7 +42,13 @@ import subprocess
 import sys
 from typing import Any
 
-from nb2cwl.engine_imports import KUBERNETES, SSH, defer_connectors, defer_http
+from nb2cwl.engine_imports import (
+    KUBERNETES,
+    SSH,
+    defer_connectors,
+    defer_expressions,
+    defer_http,
+)
 from nb2cwl.imports import skip_unused_imports
 from nb2cwl.scratch import WORKDIR_ENV
 from nb2cwl.stopping import RUN_ENV, TAG
@@ -62,6 +68,7 @@ def serve() -> None:
         defer_connectors(KUBERNETES)
     defer_connectors(SSH)  # imported if a deployment uses SSH (nb2cwl.engine_imports)
     defer_http()
+    defer_expressions()
     skip_unused_imports()
     from streamflow.main import run  # the slow part, overlapping with compiling
 

@@ -7,11 +7,15 @@ CPU on these machines:
 
 - the Kubernetes and Helm connectors and kubernetes_asyncio (a quarter of a second);
 - the SSH connector and asyncssh, which looks for liboqs by running the C compiler twice;
-- aiohttp.
+- aiohttp;
+- the ECMAScript lexer and parser (antlr) that find what a CWL JavaScript expression reads:
+  building their tables at import takes a tenth of a second, and nb2cwl's workflows hold no
+  expression.
 
 Stand-ins take their place: a connector's stand-in registers it with its real schema, and
 importing the real connector is what making one does, so a run that uses it gets the real
-connector, later. aiohttp's stand-in imports aiohttp at its first use (a download).
+connector, later. aiohttp's stand-in imports aiohttp at its first use (a download); the
+expressions' dependency resolver is imported when a workflow's expression needs one.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ CONNECTORS = {
                  "Helm4Connector": "helm4.json"},
     SSH: {"SSHConnector": "ssh.json"},
 }
+EXPRESSIONS = "streamflow.cwl.expression"
 HTTP = "aiohttp"
 #: What StreamFlow's data manager takes from aiohttp when imported: a name it annotates with.
 _HTTP_NAMES = ("ClientResponse",)
@@ -87,3 +92,21 @@ def defer_http() -> None:
         setattr(module, name, type(name, (), {"__module__": HTTP}))
     module.__getattr__ = __getattr__  # type: ignore[method-assign]
     sys.modules[HTTP] = module
+
+
+def defer_expressions() -> None:
+    """Put a stand-in for StreamFlow's JavaScript dependency resolver, whose module builds
+    the ECMAScript lexer's and parser's tables when imported; making one imports it."""
+    if EXPRESSIONS in sys.modules:
+        return
+    module = types.ModuleType(EXPRESSIONS)
+    module.__file__ = "<deferred by nb2cwl>"
+
+    def new(cls: type, *args: Any, **kwargs: Any) -> Any:
+        if sys.modules.get(EXPRESSIONS) is module:
+            del sys.modules[EXPRESSIONS]
+        return importlib.import_module(EXPRESSIONS).DependencyResolver(*args, **kwargs)
+
+    module.DependencyResolver = type(  # type: ignore[attr-defined]
+        "DependencyResolver", (), {"__new__": new, "__module__": EXPRESSIONS})
+    sys.modules[EXPRESSIONS] = module

@@ -18,7 +18,9 @@ CHECK = textwrap.dedent("""
     engine_imports.defer_connectors(engine_imports.KUBERNETES)
     engine_imports.defer_connectors(engine_imports.SSH)
     engine_imports.defer_http()
+    engine_imports.defer_expressions()
     from streamflow.main import run  # noqa: F401
+    assert "antlr4" not in sys.modules, "the ECMAScript lexer loaded early"
     loaded = {m.split(".")[0] for m in sys.modules if not m.startswith("streamflow")}
     assert not loaded & {"kubernetes_asyncio", "asyncssh"}, "loaded early"
     assert "aiohttp.client" not in sys.modules, "aiohttp loaded early"
@@ -55,11 +57,16 @@ CHECK = textwrap.dedent("""
     from streamflow.data import remotepath
     assert remotepath.aiohttp.ClientSession.__module__ == "aiohttp.client"
     assert sys.modules["aiohttp"].ClientTimeout.__module__.startswith("aiohttp")
+    # a JavaScript expression's inputs are still found, by the real resolver
+    from streamflow.cwl.utils import resolve_dependencies
+    assert resolve_dependencies("$(inputs.a.b)") == {"a"}
+    assert resolve_dependencies("${ return inputs.x + inputs.y; }", full_js=True) == {"x", "y"}
+    assert "antlr4" in sys.modules
     print("ok")
 """)
 
 
-def test_kubernetes_ssh_and_http_are_loaded_only_when_a_run_uses_them() -> None:
+def test_kubernetes_ssh_http_and_expressions_are_loaded_only_when_a_run_uses_them() -> None:
     done = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
