@@ -35,13 +35,13 @@ pytestmark = pytest.mark.streamflow
 KILLS = int(os.environ.get("NB2CWL_FAULT_KILLS", "20"))
 CELLS = [
     "import json, time\nimport numpy as np\nrng = np.random.default_rng(0)",
-    "time.sleep(0.4)\ndata = rng.normal(size=2000)\nnp.save('data.npy', data)\n"
+    "time.sleep(0.2)\ndata = rng.normal(size=2000)\nnp.save('data.npy', data)\n"
     "print('saved', data.shape)",
-    "time.sleep(0.4)\nloaded = np.load('data.npy')\nstats = {'mean': round(float(loaded.mean()), "
+    "time.sleep(0.2)\nloaded = np.load('data.npy')\nstats = {'mean': round(float(loaded.mean()), "
     "6), 'max': round(float(loaded.max()), 6)}\nprint(stats)",
-    "time.sleep(0.4)\nwith open('stats.json', 'w') as handle:\n    json.dump(stats, handle)\n"
+    "time.sleep(0.2)\nwith open('stats.json', 'w') as handle:\n    json.dump(stats, handle)\n"
     "print('wrote stats.json')",
-    "time.sleep(0.4)\nprint(json.load(open('stats.json')), len(loaded))",
+    "time.sleep(0.2)\nprint(json.load(open('stats.json')), len(loaded))",
 ]
 
 

@@ -151,13 +151,13 @@ def test_case_study_runs_mirrored_over_two_cpu_devices(tmp_path: Path) -> None:
     shutil.copyfile(NOTEBOOKS / "fashion_mnist.ipynb", work / "fashion_mnist.ipynb")
     # even batch splits: Keras 3 fails to validate an odd-sized batch on 2 replicas
     # (docs/training.md)
-    write_fashion_mnist(work / "data" / "fashion-mnist", train=1280, test=256, seed=0)
+    write_fashion_mnist(work / "data" / "fashion-mnist", train=640, test=128, seed=0)
     results = _nb2cwl_run(work / "fashion_mnist.ipynb", tmp_path / "out",
                           {"NB2CWL_CPU_REPLICAS": "2"})
     (run,) = results.glob("training-*")
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["strategy"] == "MirroredStrategy" and metrics["replicas"] == 2
-    assert metrics["fit"]["epochs"] == 20 and metrics["fit"]["samples"] == 1152
+    assert metrics["fit"]["epochs"] == 20 and metrics["fit"]["samples"] == 576
     history = json.loads((run / "history.json").read_text())
     assert len(history["loss"]) == 20 and history["loss"][-1] < history["loss"][0]
     assert (run / "model.keras").is_file()
