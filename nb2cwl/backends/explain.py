@@ -153,8 +153,8 @@ def explain_text(workflow: Workflow, plan: DeploymentPlan | None = None) -> str:
     lines = [f"{workflow.notebook_name}: {len(workflow.steps)} steps", f"({RUNTIME}; cells are "
              "numbered In [n] as Jupyter numbers them after a Run All)"]
     if workflow.parameters:
-        lines.append(f"\ninputs (parameters cell {workflow.parameter_cell}; nb2cwl run -p NAME "
-                     "VALUE, or job.yml):")
+        lines.append(f"\ninputs (parameters {cells_of([workflow.parameter_cell])}; "
+                     "nb2cwl run -p NAME VALUE, or job.yml):")
         lines += [f"  {p.name}: {p.type} = {p.default!r}" for p in workflow.parameters]
     for step in workflow.steps:
         cells = workflow.shown_cells(c.index for c in step.cells)
