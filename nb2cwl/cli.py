@@ -105,6 +105,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         options = replace(options, swept=swept_names(args))
     if args.command == "export":
         return _export(args, options)
+    if args.command == "image":
+        return _image(args, options)
     if args.command == "calibrate":
         from nb2cwl.calibrate import calibrate
 
@@ -247,6 +249,28 @@ def _profile(args: argparse.Namespace) -> int:
           "in all; slowest: " + ", ".join(
               f"cell {c.get('index')} {c.get('seconds', 0):.2f} s" for _, c in slowest))
     print(f"use it: nb2cwl run {args.notebook} --profile {output}")
+    return 0
+
+
+def _image(args: argparse.Namespace, options: CompileOptions) -> int:
+    from nb2cwl.api import compile_notebook
+    from nb2cwl.backends.step_image import build_image, default_tag, write_step_image
+    from nb2cwl.errors import Location
+
+    workflow = compile_notebook(args.notebook, options)
+    folder = args.output or os.path.splitext(args.notebook)[0] + "-image"
+    lock = write_step_image(workflow, folder, args.base, args.force)
+    tag = args.tag or default_tag(workflow, lock)
+    pinned = ", ".join(f"{p.name} {p.version}" for p in lock.packages
+                       if any(r.startswith("imported as") for r in p.reasons))
+    print(f"wrote {folder}: Dockerfile and requirements.txt (Python {lock.python}; "
+          f"{len(lock.packages)} packages pinned{': ' + pinned if pinned else ''})")
+    if args.build:
+        build_image(folder, tag, Location(workflow.notebook_name))
+        print(f"built {tag}")
+    else:
+        print(f"build it: docker build -t {tag} {folder}")
+    print(f"run the steps in it: nb2cwl run {args.notebook} --deployment docker --image {tag}")
     return 0
 
 

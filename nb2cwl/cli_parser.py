@@ -8,7 +8,7 @@ import argparse
 from nb2cwl import __version__
 
 COMMANDS = ("compile", "run", "check", "explain", "graph", "export", "verify", "profile",
-            "calibrate", "cache")
+            "calibrate", "cache", "image")
 
 DESCRIPTION = """\
 Compile a Jupyter notebook into a CWL v1.2 workflow that StreamFlow runs.
@@ -26,6 +26,7 @@ Compile a Jupyter notebook into a CWL v1.2 workflow that StreamFlow runs.
   nb2cwl verify DIR                      check an unzipped bundle's checksums and crate
   nb2cwl profile NOTEBOOK.ipynb          time each cell once (nbclient), for --profile
   nb2cwl calibrate [--deployment NAME]   measure what a step costs where steps run
+  nb2cwl image NOTEBOOK.ipynb --build    a Docker step image pinning this environment
 
 Loops and comprehensions whose iterations are independent run as a scatter over chunks,
 gathered back in order (see --chunks, --no-scatter); `nb2cwl explain` says which and why not.
@@ -174,6 +175,23 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--timeout", type=_positive, default=3600, metavar="SECONDS",
                          help="the longest one cell may run (default 3600)")
     profile.add_argument("--debug", action="store_true", help="show full tracebacks")
+    image = commands.add_parser(
+        "image", help="write the build folder of the notebook's step image (a Dockerfile "
+        "and the exact versions this environment has of what the notebook imports), and "
+        "build it with --build, for --deployment docker --image TAG")
+    image.add_argument("notebook", help="the notebook (or script) whose steps the image runs")
+    image.add_argument("-o", "--output", metavar="DIR",
+                       help="the build folder (default: NOTEBOOK-image beside the notebook)")
+    image.add_argument("-t", "--tag", metavar="TAG",
+                       help="the image's name (default: nb2cwl-step-NOTEBOOK:HASH of the pins)")
+    image.add_argument("--base", metavar="IMAGE",
+                       help="the image to build on (default: python:X.Y.Z-slim, this Python; "
+                            "any image with python3 and pip; pins it already has are kept)")
+    image.add_argument("--build", action="store_true",
+                       help="run docker build too (DOCKER_HOST is honoured)")
+    image.add_argument("--force", action="store_true",
+                       help="write into DIR even if it holds other files")
+    image.add_argument("--debug", action="store_true", help="show full tracebacks")
     calibrate = commands.add_parser(
         "calibrate", help="measure what one more step and a value crossing a step boundary "
         "cost on a deployment, and keep the figures where compiling for it finds them")

@@ -133,8 +133,9 @@ def _called_name(func: ast.expr) -> str:
     return ""
 
 
-def lock_environment(workflow: Workflow) -> EnvironmentLock:
-    """Resolve the notebook's imports and the runtime's needs in this environment."""
+def lock_environment(workflow: Workflow, engine: bool = True) -> EnvironmentLock:
+    """Resolve the notebook's imports and the runtime's needs in this environment; without
+    `engine`, not StreamFlow's (a step image: StreamFlow runs outside the container)."""
     providers = metadata.packages_distributions()
     stdlib = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
     imports: dict[str, list[str]] = {}
@@ -151,7 +152,7 @@ def lock_environment(workflow: Workflow) -> EnvironmentLock:
         for name in names:
             roots.setdefault(canonicalize_name(name), []).append(f"imported as {module}")
     for name, why in RUNTIME_NEEDS.items():
-        if _find(name) is not None:
+        if (engine or name != "streamflow") and _find(name) is not None:
             roots.setdefault(canonicalize_name(name), []).append(f"nb2cwl runtime: {why}")
     packages = _closure(roots)
     return EnvironmentLock(

@@ -14,6 +14,7 @@ from nb2cwl.backends.bundle.names import MAP, RUN, SEAL, SUMS, VERIFY_STEP
 from nb2cwl.backends.bundle.original_run import Run
 from nb2cwl.backends.environment_lock import EnvironmentLock
 from nb2cwl.backends.naming import notebook_file_name
+from nb2cwl.backends.step_image import container_recipe
 from nb2cwl.ir.model import Workflow
 
 
@@ -27,26 +28,16 @@ def lock_warnings(lock: EnvironmentLock) -> list[str]:
 
 
 def dockerfile(lock: EnvironmentLock) -> str:
-    major_minor = ".".join(lock.python.split(".")[:2])
-    return (
-        "# Container recipe for the environment of the original run: its Python and the "
-        "packages of\n"
-        "# environment/requirements.txt. Build it from the bundle's folder:\n"
-        "#   docker build -t nb2cwl-bundle -f environment/Dockerfile .\n"
-        "# Run the whole bundle in it:\n"
-        "#   docker run --rm -v \"$PWD:/bundle\" -w /bundle nb2cwl-bundle \\\n"
-        "#       streamflow run streamflow.yml --outdir results\n"
-        "# or tag it as the image of a docker or helm deployment of streamflow.yml, whose "
-        "steps then\n"
-        "# run in it.\n"
-        f"FROM python:{lock.python}-slim\n"
-        "COPY environment/requirements.txt /tmp/requirements.txt\n"
-        "RUN python -m pip install --no-cache-dir -r /tmp/requirements.txt \\\n"
-        f"    && python{major_minor} -c \"import cloudpickle\"\n"
-        "ENV PYTHONUNBUFFERED=1\n"
-        "WORKDIR /tmp\n"
-        'CMD ["/bin/sh"]\n'
-    )
+    header = [
+        "Container recipe for the environment of the original run: its Python and the "
+        "packages of", "environment/requirements.txt. Build it from the bundle's folder:",
+        "  docker build -t nb2cwl-bundle -f environment/Dockerfile .",
+        "Run the whole bundle in it:",
+        '  docker run --rm -v "$PWD:/bundle" -w /bundle nb2cwl-bundle \\',
+        "      streamflow run streamflow.yml --outdir results",
+        "or tag it as the image of a docker or helm deployment of streamflow.yml, whose steps "
+        "then", "run in it."]
+    return container_recipe(lock, "environment/requirements.txt", header)
 
 
 def readme(workflow: Workflow, lock: EnvironmentLock, seeds: dict[str, Any],

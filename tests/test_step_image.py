@@ -1,0 +1,78 @@
+"""`nb2cwl image` (issue 26, item 8): the step image pins what this environment has, and a pip
+user builds it with one command. Through the CLI, as a user meets it."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from deployment_cases import write_notebook
+from engines.docker import DockerEngine
+
+
+def _image(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "nb2cwl", "image", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_the_recipe_pins_this_environments_versions(tmp_path: Path) -> None:
+    write_notebook(tmp_path / "study.ipynb", "import numpy as np\nimport pandas as pd",
+                   "frame = pd.DataFrame({'x': np.arange(3)})\nprint(frame.x.sum())")
+    done = _image("study.ipynb", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    pins = dict(line.split("==") for line in
+                (tmp_path / "study-image" / "requirements.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    for name in ("numpy", "pandas", "cloudpickle", "ipython"):
+        assert pins[name] == metadata.version(name), name
+    assert "streamflow" not in pins  # StreamFlow runs outside the container
+    recipe = (tmp_path / "study-image" / "Dockerfile").read_text()
+    assert f"ARG BASE=python:{platform.python_version()}-slim" in recipe
+    assert "pip install --no-cache-dir -r /tmp/nb2cwl-requirements.txt" in recipe
+    tag = next(w for w in done.stdout.split() if w.startswith("nb2cwl-step-study:"))
+    assert f"build it: docker build -t {tag} study-image" in done.stdout
+    assert f"nb2cwl run study.ipynb --deployment docker --image {tag}" in done.stdout
+    # the same pins, the same tag; nothing of the user's is overwritten without --force
+    (tmp_path / "study-image" / "notes.txt").write_text("mine")
+    refused = _image("study.ipynb", cwd=tmp_path)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "study-image holds other files (notes.txt)" in refused.stderr
+    assert "--force" in refused.stderr and "Traceback" not in refused.stderr
+    again = _image("study.ipynb", "--force", cwd=tmp_path)
+    assert again.returncode == 0 and tag in again.stdout
+    assert (tmp_path / "study-image" / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.docker
+def test_a_failed_build_shows_dockers_cause(docker_engine: DockerEngine, tmp_path: Path) -> None:
+    """The test engine's image has python3 and cloudpickle but neither pip nor IPython: the
+    build runs for real and fails in pip, and the one line says so."""
+    write_notebook(tmp_path / "plain.ipynb", "import json\nprint(json.dumps([1]))")
+    done = _image("plain.ipynb", "--build", "--base", docker_engine.image, "-t", "nb2cwl-t:1",
+                  cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("nb2cwl: error:")]
+    assert len(errors) == 1 and "docker build of plain-image failed" in errors[0], done.stderr
+    assert errors[0].endswith("No module named pip (a RUN step of the Dockerfile exited with "
+                              "status 1)"), errors[0]
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("stdout", "stderr", "cause"), [
+    ("", "ERROR: Cannot connect to the Docker daemon at unix:///nowhere.sock. Is the docker "
+     "daemon running?\n", "ERROR: Cannot connect to the Docker daemon at unix:///nowhere.sock. "
+     "Is the docker daemon running?"),
+    ("#7 [3/4] RUN pip install x\n#7 1.2 ERROR: No matching distribution found for x\n",
+     "ERROR: failed to solve: process \"/bin/sh -c pip install x\" did not complete "
+     "successfully: exit code: 1\n", "ERROR: failed to solve: process \"/bin/sh -c pip install "
+     "x\" did not complete successfully: exit code: 1"),
+])
+def test_buildkits_and_the_clients_causes_are_kept(stdout: str, stderr: str,
+                                                   cause: str) -> None:
+    from nb2cwl.backends.step_image import build_failure
+
+    assert build_failure(stdout, stderr) == cause
