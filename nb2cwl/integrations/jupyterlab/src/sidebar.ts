@@ -76,6 +76,22 @@ function el<K extends keyof HTMLElementTagNameMap>(
   return node;
 }
 
+/** A labelled select (`nb2cwl-NAME`) that calls `changed` with its value. */
+function picker(
+  label: string,
+  name: string,
+  changed: (value: string) => void
+): [HTMLLabelElement, HTMLSelectElement] {
+  const row = el('label', { className: `nb2cwl-row nb2cwl-${name}-row` });
+  const select = el('select', {
+    className: `nb2cwl-${name} jp-mod-styled`,
+    testid: `nb2cwl-${name}`
+  });
+  select.addEventListener('change', () => changed(select.value));
+  row.append(el('span', { text: label }), select);
+  return [row, select];
+}
+
 function setText(node: HTMLElement, text: string): void {
   if (node.textContent !== text) {
     node.textContent = text;
@@ -120,41 +136,25 @@ export class Nb2cwlSidebar extends Widget {
       }))
     );
 
-    const pickerRow = el('label', {
-      className: 'nb2cwl-row nb2cwl-deployment-row'
-    });
-    pickerRow.append(el('span', { text: 'Deployment' }));
-    this._deployment = el('select', {
-      className: 'nb2cwl-deployment jp-mod-styled',
-      testid: 'nb2cwl-deployment'
-    });
-    this._deployment.addEventListener('change', () => {
+    const [pickerRow, deployment] = picker('Deployment', 'deployment', value => {
       if (this._session) {
-        this._session.deployment = this._deployment.value || null;
+        this._session.deployment = value || null;
       }
     });
-    pickerRow.append(this._deployment);
+    this._deployment = deployment;
 
     // Where step boundaries go: `nb2cwl run --granularity`.
-    const granularityRow = el('label', {
-      className: 'nb2cwl-row nb2cwl-granularity-row'
-    });
-    granularityRow.append(el('span', { text: 'Steps' }));
-    this._granularity = el('select', {
-      className: 'nb2cwl-granularity jp-mod-styled',
-      testid: 'nb2cwl-granularity'
+    const [granularityRow, granularity] = picker('Steps', 'granularity', value => {
+      if (this._session) {
+        this._session.granularity = value as Granularity;
+      }
     });
     for (const [value, text, title] of GRANULARITY_CHOICES) {
       const option = el('option', { text, title });
       option.value = value;
-      this._granularity.append(option);
+      granularity.append(option);
     }
-    this._granularity.addEventListener('change', () => {
-      if (this._session) {
-        this._session.granularity = this._granularity.value as Granularity;
-      }
-    });
-    granularityRow.append(this._granularity);
+    this._granularity = granularity;
 
     const buttons = el('div', { className: 'nb2cwl-buttons' });
     this._runAll = this._button(
