@@ -254,13 +254,15 @@ def _profile(args: argparse.Namespace) -> int:
 
 def _image(args: argparse.Namespace, options: CompileOptions) -> int:
     from nb2cwl.api import compile_notebook
-    from nb2cwl.backends.step_image import build_image, default_tag, write_step_image
+    from nb2cwl.backends.bundle.texts import lock_warnings
+    from nb2cwl.backends.step_image import build_image, write_step_image
     from nb2cwl.errors import Location
 
     workflow = compile_notebook(args.notebook, options)
     folder = args.output or os.path.splitext(args.notebook)[0] + "-image"
-    lock = write_step_image(workflow, folder, args.base, args.force)
-    tag = args.tag or default_tag(workflow, lock)
+    lock, tag = write_step_image(workflow, folder, args.base, args.force, args.tag)
+    for warning in lock_warnings(lock):  # what the image will lack: the user adds it
+        _error(f"nb2cwl: warning: {warning}")
     pinned = ", ".join(f"{p.name} {p.version}" for p in lock.packages
                        if any(r.startswith("imported as") for r in p.reasons))
     print(f"wrote {folder}: Dockerfile and requirements.txt (Python {lock.python}; "

@@ -146,6 +146,8 @@ def test_a_docker_loop_gets_a_container_per_chunk(tmp_path: Path) -> None:
         "chunk" in explained.stdout, explained.stdout + explained.stderr
     one = _compile(notebook, tmp_path / "one", "--deployment", "docker", "--chunks", "1")
     assert "/cell_2_map" not in targets(one)  # one chunk: the step's own container
+    cores = _compile(notebook, tmp_path / "cores", "--deployment", "docker")
+    assert "/cell_2_map" not in targets(cores)  # chunks per core: they share one container
 
 
 def test_helm_releases_request_gpus_and_nodes(tmp_path: Path) -> None:

@@ -66,10 +66,14 @@ def test_a_failed_build_shows_dockers_cause(docker_engine: DockerEngine, tmp_pat
     ("", "ERROR: Cannot connect to the Docker daemon at unix:///nowhere.sock. Is the docker "
      "daemon running?\n", "ERROR: Cannot connect to the Docker daemon at unix:///nowhere.sock. "
      "Is the docker daemon running?"),
-    ("#7 [3/4] RUN pip install x\n#7 1.2 ERROR: No matching distribution found for x\n",
-     "ERROR: failed to solve: process \"/bin/sh -c pip install x\" did not complete "
-     "successfully: exit code: 1\n", "ERROR: failed to solve: process \"/bin/sh -c pip install "
-     "x\" did not complete successfully: exit code: 1"),
+    ("", "#7 [3/4] RUN pip install x\n#7 0.4 Collecting x\n#7 1.2 /usr/bin/python3: No module "
+     "named pip\n#7 ERROR: process \"/bin/sh -c pip install x\" did not complete "
+     "successfully: exit code: 1\nERROR: failed to solve: process \"/bin/sh -c pip install x\" "
+     "did not complete successfully: exit code: 1\n",
+     "/usr/bin/python3: No module named pip (a RUN step of the Dockerfile exited with status 1)"),
+    ("Step 4/7 : RUN pip\n ---> Running in 5\nNo module named pip\n[notice] A new release\n",
+     "The command '/bin/sh -c pip' returned a non-zero code: 1\n",
+     "No module named pip (a RUN step of the Dockerfile exited with status 1)"),
 ])
 def test_buildkits_and_the_clients_causes_are_kept(stdout: str, stderr: str,
                                                    cause: str) -> None:

@@ -1,8 +1,9 @@
 """A scattered loop's chunks on Docker: each chunk in a container of its own.
 
 On one Docker deployment every step runs, with `docker exec`, in the same container, so the
-chunks of a scattered loop would share it. Instead, the map step of a loop bound to a docker
-deployment gets one container per chunk: deployments `<name>-chunk1` ... `<name>-chunkN`,
+chunks of a scattered loop share it, side by side on its cores. With `--chunks N`, the map
+step of a loop bound to a docker deployment gets one container per chunk instead: deployments
+`<name>-chunk1` ... `<name>-chunkN` (`<name>` with its needs: `docker-cpu2-chunk1`),
 copies of the step's own container settings, each limited to the cores one chunk asks for
 (`cpus`, one unless --resources says more). Its binding names them all; StreamFlow's scheduler
 tries every target of a binding and places a chunk where the cores it needs are free, so no
@@ -15,7 +16,6 @@ every container the same first N GPUs.
 from __future__ import annotations
 
 import copy
-import os
 from typing import Any
 
 from nb2cwl.ir.model import Step
@@ -24,18 +24,14 @@ from nb2cwl.ir.model import Step
 CHUNK_SUFFIX = "-chunk"
 
 
-def chunk_count(chunks: int) -> int:
-    """How many chunks the loop is cut into: --chunks, else one per core of this machine (the
-    split step counts the cores it sees, which a local Docker engine's containers share)."""
-    return chunks or os.cpu_count() or 1
-
-
 def chunk_targets(step: Step, target: dict[str, Any], deployments: dict[str, dict[str, Any]],
                   chunks: int) -> dict[str, Any] | list[dict[str, Any]]:
     """The binding target(s) of map step `step`: one container per chunk on a docker
-    deployment (added to `deployments`), else `target` unchanged."""
+    deployment when `chunks` (--chunks) says how many (added to `deployments`), else `target`
+    unchanged. Without it the split counts the cores it sees when it runs: as many containers
+    started up front would be one per core of the machine that compiled."""
     base = deployments.get(target["deployment"], {})
-    count = chunk_count(chunks)
+    count = chunks
     if step.role != "map" or base.get("type") != "docker" or count < 2 or step.resources.gpus:
         return target  # GPU chunks share the step's container and the GPUs it was given
     targets = []

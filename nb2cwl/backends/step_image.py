@@ -28,8 +28,10 @@ REQUIREMENTS = "requirements.txt"
 _SATISFIED = ("import importlib.metadata as m, sys; "
               "key = lambda n: n.strip().lower().replace('_', '-').replace('.', '-'); "
               "have = {key(d.metadata['Name'] or ''): d.version for d in m.distributions()}; "
-              "pins = [l.split('==') for l in open(sys.argv[1]) if '==' in l and l[0] != '#']; "
-              "sys.exit(0 if all(have.get(key(n)) == v.strip() for n, v in pins) else 1)")
+              "lines = [l.strip() for l in open(sys.argv[1]) if l.strip() and l[0] != '#']; "
+              "pins = [l.split('==') for l in lines if '==' in l]; "
+              "sys.exit(0 if len(pins) == len(lines) and all(have.get(key(n)) == v.strip() "
+              "for n, v in pins) else 1)")
 
 
 def container_recipe(lock: EnvironmentLock, requirements: str, header: list[str],
@@ -37,12 +39,21 @@ def container_recipe(lock: EnvironmentLock, requirements: str, header: list[str]
     """A Dockerfile installing `requirements` (a path in the build context) on `base`
     (default: python:<the lock's Python>-slim), skipping pip where the base has every pin."""
     base = base or f"python:{lock.python}-slim"
+    major, minor = lock.python.split(".")[:2]
+    python = (f"import sys; v = sys.version_info; sys.exit(0 if v[:2] == ({major}, {minor}) "
+              f"else f'Python {{v[0]}}.{{v[1]}} in the image; the steps need {major}.{minor} "
+              "(values cross steps pickled)')")
     return "\n".join([
         *(f"# {line}" if line else "#" for line in header),
         f"ARG BASE={base}",
         "FROM ${BASE}",
         f"COPY {requirements} /tmp/nb2cwl-requirements.txt",
-        f'RUN (python3 -c "{_SATISFIED}" /tmp/nb2cwl-requirements.txt \\',
+        "# pip's notices off (a failure's last line is its cause); a Debian-based image's Python",
+        "# is marked externally managed: this image is the environment",
+        "ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore "
+        "PIP_BREAK_SYSTEM_PACKAGES=1",
+        f'RUN python3 -c "{python}" \\',
+        f'    && (python3 -c "{_SATISFIED}" /tmp/nb2cwl-requirements.txt \\',
         "     || python3 -m pip install --no-cache-dir -r /tmp/nb2cwl-requirements.txt) \\",
         '    && python3 -c "import cloudpickle"',
         "ENV PYTHONUNBUFFERED=1",
@@ -53,18 +64,20 @@ def container_recipe(lock: EnvironmentLock, requirements: str, header: list[str]
     ])
 
 
-def default_tag(workflow: Workflow, lock: EnvironmentLock) -> str:
-    """nb2cwl-step-<notebook>:<12 hex digits of the pins>: a new tag when a pin changes."""
+def default_tag(workflow: Workflow, lock: EnvironmentLock, base: str | None = None) -> str:
+    """nb2cwl-step-<notebook>:<12 hex digits of the pins and base>: a new tag when either
+    changes."""
     stem = workflow.notebook_name.rsplit(".", 1)[0].lower()
     name = re.sub(r"[^a-z0-9._-]+", "-", stem).strip("-._") or "notebook"
-    digest = hashlib.sha256(lock.requirements_text().encode()).hexdigest()[:12]
+    digest = hashlib.sha256((lock.requirements_text() + (base or "")).encode()).hexdigest()[:12]
     return f"nb2cwl-step-{name}:{digest}"
 
 
 def write_step_image(workflow: Workflow, folder: str, base: str | None = None,
-                     force: bool = False) -> EnvironmentLock:
+                     force: bool = False, tag: str | None = None) -> tuple[EnvironmentLock, str]:
     """Write the build folder (Dockerfile, requirements.txt); refuse a folder holding
-    anything else unless `force`."""
+    anything else unless `force`. Returns the lock and the image's tag (`tag`, else
+    default_tag's)."""
     where = Location(workflow.notebook_name)
     if os.path.isfile(folder):
         raise BackendError(f"{folder} is a file; give a folder for the image's recipe", where)
@@ -74,6 +87,7 @@ def write_step_image(workflow: Workflow, folder: str, base: str | None = None,
         raise BackendError(f"{folder} holds other files ({', '.join(other[:3])}); give an "
                            "empty or new folder, or --force", where)
     lock = lock_environment(workflow, engine=False)
+    tag = tag or default_tag(workflow, lock, base)
     os.makedirs(folder, exist_ok=True)
     pins = [f"# Written by nb2cwl image for {workflow.notebook_name}: what this environment "
             "has of its imports, cloudpickle and IPython,",
@@ -83,12 +97,12 @@ def write_step_image(workflow: Workflow, folder: str, base: str | None = None,
     header = [f"The step image of {workflow.notebook_name}, written by nb2cwl image: Python "
               f"{lock.python} and the", "exact packages this environment has of what its "
               "cells import, cloudpickle and IPython", f"({REQUIREMENTS}). Build it:",
-              f"  docker build -t {default_tag(workflow, lock)} {folder}",
+              f"  docker build -t {tag} {folder}",
               "(--build-arg BASE=IMAGE builds on another image with python3; pins it already "
               "has are kept)."]
     Path(folder, DOCKERFILE).write_text(container_recipe(lock, REQUIREMENTS, header, base),
                                         encoding="utf-8")
-    return lock
+    return lock, tag
 
 
 def build_image(folder: str, tag: str, where: Location) -> None:
@@ -106,13 +120,15 @@ def build_image(folder: str, tag: str, where: Location) -> None:
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _PROGRESS = ("Step ", "---> ", "Sending build context", "Removing intermediate", "#")
+_NOTICES = ("[notice]", "WARNING:")
+_BUILDKIT_OUTPUT = re.compile(r"^#\d+ \d+(\.\d+)? (.+)$")
 
 
 def build_failure(stdout: str, stderr: str) -> str:
     """What went wrong, from docker build's output: the failing command's last words and how
     it ended (the legacy builder), or BuildKit's ERROR line, or the client's last line."""
     out = [_ANSI.sub("", line).strip() for line in stdout.splitlines()]
-    out = [line for line in out if line and not line.startswith(_PROGRESS)]
+    out = [line for line in out if line and not line.startswith(_PROGRESS + _NOTICES)]
     err = [_ANSI.sub("", line).strip() for line in stderr.splitlines()]
     err = [line for line in err if line and not line.startswith(
         ("DEPRECATED", "Install the buildx", "https://"))]
@@ -122,4 +138,12 @@ def build_failure(stdout: str, stderr: str) -> str:
         said = out[-1] if out else "no output"
         return f"{said} (a RUN step of the Dockerfile exited with status {status})"
     failed = [line for line in err if line.startswith("ERROR")]
+    if failed and "did not complete successfully" in failed[-1]:
+        # BuildKit: the failing command's own last words, before its ERROR lines
+        said = [m.group(2) for line in stdout.splitlines() + stderr.splitlines()
+                if (m := _BUILDKIT_OUTPUT.match(_ANSI.sub("", line).strip()))
+                and not m.group(2).startswith(("ERROR", "[notice]", "WARNING:"))]
+        code = failed[-1].rsplit(":", 1)[-1].strip()
+        if said:
+            return f"{said[-1]} (a RUN step of the Dockerfile exited with status {code})"
     return (failed or err or out or ["docker build failed without a message"])[-1]

@@ -14,6 +14,7 @@ from typing import Any
 from nb2cwl.api import compile_notebook
 from nb2cwl.backends.graph_svg import render_svg
 from nb2cwl.backends.graph_view import workflow_graph
+from nb2cwl.backends.naming import default_output_dir
 from nb2cwl.ir.model import Workflow
 from nb2cwl.options import CompileOptions
 
@@ -42,6 +43,8 @@ def compile_view(notebook: str, content: dict[str, Any] | None = None,
         options = replace(options, deployment=deployment)
     if granularity:
         options = replace(options, granularity=granularity)
+    if options.last_run_in is None:  # the costs the sidebar's last run measured, as a run
+        options = replace(options, last_run_in=default_output_dir(notebook))  # reads them
     with content_file(content) as path:
         return compile_notebook(notebook, replace(options, content=path))
 

@@ -314,8 +314,7 @@ class Workflow:
 
     def shown_cells(self, indices: Iterable[int]) -> str:
         """Cells as Jupyter numbers them after a Run All: "In [3]", "In [1] to [5]",
-        "In [1], [4]"; a script's cells by their own lines (cell N where a cell has no
-        prompt)."""
+        "In [1], [4]"; "cell N" for a script's cells and wherever a cell has no number."""
         views = {v.index: v for v in self.cells}
         wanted = sorted(set(indices))
         prompts = [views[i].prompt if i in views else None for i in wanted]
