@@ -150,8 +150,9 @@ def explain_text(workflow: Workflow, plan: DeploymentPlan | None = None) -> str:
     shown = plan is not None and any(
         placement(s, plan)["type"] != "local" for s in workflow.steps)
     cells_of = workflow.shown_cells
-    lines = [f"{workflow.notebook_name}: {len(workflow.steps)} steps", f"({RUNTIME}; cells are "
-             "numbered In [n] as Jupyter numbers them after a Run All)"]
+    numbered = ("" if any(v.first_line is not None for v in workflow.cells) else
+                "; cells are numbered In [n] as Jupyter numbers them after a Run All")
+    lines = [f"{workflow.notebook_name}: {len(workflow.steps)} steps", f"({RUNTIME}{numbered})"]
     if workflow.parameters:
         lines.append(f"\ninputs (parameters {cells_of([workflow.parameter_cell])}; "
                      "nb2cwl run -p NAME VALUE, or job.yml):")
