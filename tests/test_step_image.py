@@ -60,6 +60,8 @@ def test_a_failed_build_shows_dockers_cause(docker_engine: DockerEngine, tmp_pat
     assert errors[0].endswith("No module named pip (a RUN step of the Dockerfile exited with "
                               "status 1)"), errors[0]
     assert "Traceback" not in done.stderr
+    # the failed step's container is removed (the stop tests find the engine empty)
+    assert docker_engine.docker("ps", "-aq").stdout.split() == []
 
 
 @pytest.mark.parametrize(("stdout", "stderr", "cause"), [

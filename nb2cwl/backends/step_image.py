@@ -106,10 +106,12 @@ def write_step_image(workflow: Workflow, folder: str, base: str | None = None,
 
 
 def build_image(folder: str, tag: str, where: Location) -> None:
-    """`docker build -t TAG FOLDER`; Docker's own cause in one line when it fails."""
+    """`docker build -t TAG FOLDER`; Docker's own cause in one line when it fails, and no
+    container left behind."""
     try:
-        done = subprocess.run(["docker", "build", "-t", tag, folder], capture_output=True,
-                              text=True)
+        # --force-rm: the legacy builder otherwise keeps a failed step's container
+        done = subprocess.run(["docker", "build", "--force-rm", "-t", tag, folder],
+                              capture_output=True, text=True)
     except FileNotFoundError:
         raise BackendError("docker is not installed here: build the image where it is, with "
                            f"docker build -t {tag} {folder}", where) from None
