@@ -41,31 +41,37 @@ HTTP = "aiohttp"
 _HTTP_NAMES = ("ClientResponse",)
 
 
-def defer_connectors(module_name: str) -> None:
-    """Put stand-ins for the connector classes of `module_name` (a key of CONNECTORS) where
-    StreamFlow imports them from."""
+def _defer_classes(module_name: str, extras: dict[str, dict[str, Any]]) -> None:
+    """Put a module of stand-ins for the classes `extras` names where `module_name` is
+    imported from: making one imports the real module and makes the real class's instance.
+    Each class's dict of extras (class attributes) is what StreamFlow asks of it before."""
     module = types.ModuleType(module_name)
     module.__file__ = "<deferred by nb2cwl>"
 
-    def real(name: str) -> Any:
-        if sys.modules.get(module_name) is module:
-            del sys.modules[module_name]
-        return getattr(importlib.import_module(module_name), name)
-
-    def stand_in(name: str, schema: str) -> type:
+    def stand_in(name: str, extra: dict[str, Any]) -> type:
         def new(cls: type, *args: Any, **kwargs: Any) -> Any:
-            return real(name)(*args, **kwargs)
+            if sys.modules.get(module_name) is module:
+                del sys.modules[module_name]
+            return getattr(importlib.import_module(module_name), name)(*args, **kwargs)
 
-        def get_schema(cls: type) -> str:
-            package = module_name.rsplit(".", 1)[0]
-            return files(package).joinpath("schemas").joinpath(schema).read_text("utf-8")
+        return type(name, (), {"__new__": new, "__module__": module_name, **extra})
 
-        return type(name, (), {"__new__": new, "get_schema": classmethod(get_schema),
-                               "__module__": module_name})
-
-    for name, schema in CONNECTORS[module_name].items():
-        setattr(module, name, stand_in(name, schema))
+    for name, extra in extras.items():
+        setattr(module, name, stand_in(name, extra))
     sys.modules[module_name] = module
+
+
+def defer_connectors(module_name: str) -> None:
+    """Put stand-ins for the connector classes of `module_name` (a key of CONNECTORS) where
+    StreamFlow imports them from; each reads its real configuration schema."""
+    package = module_name.rsplit(".", 1)[0]
+
+    def schema_of(schema: str) -> classmethod:
+        return classmethod(lambda cls: files(package).joinpath("schemas").joinpath(schema)
+                           .read_text("utf-8"))
+
+    _defer_classes(module_name, {name: {"get_schema": schema_of(schema)}
+                                 for name, schema in CONNECTORS[module_name].items()})
 
 
 def defer_http() -> None:
@@ -97,16 +103,5 @@ def defer_http() -> None:
 def defer_expressions() -> None:
     """Put a stand-in for StreamFlow's JavaScript dependency resolver, whose module builds
     the ECMAScript lexer's and parser's tables when imported; making one imports it."""
-    if EXPRESSIONS in sys.modules:
-        return
-    module = types.ModuleType(EXPRESSIONS)
-    module.__file__ = "<deferred by nb2cwl>"
-
-    def new(cls: type, *args: Any, **kwargs: Any) -> Any:
-        if sys.modules.get(EXPRESSIONS) is module:
-            del sys.modules[EXPRESSIONS]
-        return importlib.import_module(EXPRESSIONS).DependencyResolver(*args, **kwargs)
-
-    module.DependencyResolver = type(  # type: ignore[attr-defined]
-        "DependencyResolver", (), {"__new__": new, "__module__": EXPRESSIONS})
-    sys.modules[EXPRESSIONS] = module
+    if EXPRESSIONS not in sys.modules:
+        _defer_classes(EXPRESSIONS, {"DependencyResolver": {}})
