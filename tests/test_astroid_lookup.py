@@ -62,3 +62,33 @@ def test_only_library_values_count_as_library(expression: str, library: bool) ->
         "either = rng\neither = trainer\n"
         f"{expression}\n")
     assert only_imported(module.body[-1].value) is library
+
+
+@pytest.mark.streamflow
+def test_a_notebook_of_library_values_gives_nbclients_outputs(tmp_path: Path) -> None:
+    """The notebook the change sped up, as a data scientist writes it (numpy, pandas,
+    matplotlib inline): every cell's outputs equal nbclient's, run with the default steps."""
+    import nbformat
+    from deployment_cases import write_notebook
+    from equivalence import per_cell, run_with_nbclient
+
+    from nb2cwl.cli import main
+
+    notebook = write_notebook(
+        tmp_path / "simulate.ipynb",
+        "%matplotlib inline\nimport numpy as np\nimport pandas as pd\n"
+        "import matplotlib.pyplot as plt",
+        "g = np.random.default_rng(7)\ninside = 0\nfor _ in range(20):\n"
+        "    pts = g.random((2_000, 2))\n"
+        "    inside += int((np.einsum('ij,ij->i', pts, pts) <= 1).sum())\n"
+        "print('pi is about', round(4 * inside / 40_000, 3))",
+        "h = np.random.default_rng(11)\n"
+        "walks = pd.DataFrame(h.normal(size=(200, 5)).cumsum(axis=0), columns=list('abcde'))\n"
+        "walks.describe().round(3)",
+        "fig, ax = plt.subplots()\nax.plot(walks['a'])\n"
+        "print(round(float(walks['a'].iloc[-1]), 4))",
+    )
+    expected = run_with_nbclient(notebook, tmp_path / "kernel")
+    assert main(["run", str(notebook), "-o", str(tmp_path / "wf"), "--quiet"]) == 0
+    executed = next((tmp_path / "wf" / "runs" / "1").glob("*.executed.ipynb"))
+    assert per_cell(nbformat.read(executed, as_version=4)) == expected
