@@ -39,7 +39,7 @@ const FILE_TITLES: Record<RunFileKind, string> = {
 const GRANULARITY_CHOICES: ReadonlyArray<[Granularity, string, string]> = [
   [
     'auto',
-    'where they pay',
+    'auto',
     'A step boundary only where it pays (independent heavy work side by side, loops ' +
       'scattered) or is needed; the reasons are under "Steps"'
   ],
