@@ -51,6 +51,7 @@ from nb2cwl.engine_imports import (
 )
 from nb2cwl.imports import skip_unused_imports
 from nb2cwl.scratch import WORKDIR_ENV
+from nb2cwl.slurm_queue import SQUEUE_FORMAT, queue_states
 from nb2cwl.stopping import RUN_ENV, TAG
 
 PARENT_ENV = "NB2CWL_PARENT"  # the pid of the nb2cwl process that started this one
@@ -144,7 +145,11 @@ def _local_work_in_the_runs_folder() -> None:
 
 
 def _end_jobs_with_their_scripts() -> None:
+    """A Slurm job is over once its batch script has ended (COMPLETING), and a job Slurm will
+    never start fails the step with Slurm's reason instead of waiting for ever
+    (nb2cwl.slurm_queue)."""
     try:
+        from streamflow.core.exception import WorkflowExecutionException
         from streamflow.deployment.connector.queue_manager import SlurmConnector
     except ImportError:
         return
@@ -155,11 +160,16 @@ def _end_jobs_with_their_scripts() -> None:
         jobs = await running(self, location)
         if not jobs:
             return jobs
-        # the batch script has ended, and with it the step; Slurm is tidying the nodes up
         stdout, _ = await super(SlurmConnector, self).run(
             location=location, command=["squeue", "-h", "-j", ",".join(jobs), "-t",
-                                        "COMPLETING", "-O", "JOBID"], capture_output=True)
-        completing = {line.strip() for line in str(stdout).splitlines()}
+                                        "PENDING,COMPLETING", "-O", SQUEUE_FORMAT],
+            capture_output=True)
+        queued = queue_states(str(stdout))
+        refused = [job for job in queued if job.never_starts]
+        if refused:
+            await self._remove_jobs(location, [job.job for job in refused])
+            raise WorkflowExecutionException(refused[0].refusal())
+        completing = {job.job for job in queued if job.completing}
         return [job for job in jobs if job not in completing]
 
     SlurmConnector._get_running_jobs = still_running  # type: ignore[method-assign]

@@ -22,7 +22,7 @@ ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
      "run where Slurm's commands are installed (a login node), or choose another "
      "--deployment"),
     (re.compile(r"Batch job submission failed|Invalid partition|Requested node configuration "
-                r"is not available|Invalid account|QOSMax|exceeded", re.I),
+                r"is not available|Invalid account|QOSMax|exceeded|Slurm will not start", re.I),
      "Slurm rejected the job: ask for what the partition offers (--resources, or the "
      "deployment's partition in --deployment-file)"),
     (re.compile(r"Unable to contact slurm controller|slurm_load_partitions|Connection refused",

@@ -101,3 +101,29 @@ def test_a_job_slurm_rejects_is_one_line_with_slurms_reason(slurm_cluster: Slurm
     assert "sbatch: error:" in errors[0] and "Slurm rejected the job" in errors[0], errors[0]
     assert "Traceback" not in done.stderr
     assert not slurm_cluster.queued_jobs()
+
+
+def test_a_job_the_partition_can_never_run_fails_instead_of_waiting(
+        slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """This cluster, like many, does not set EnforcePartLimits: sbatch accepts a job asking for
+    two nodes of a one-node partition, and Slurm leaves it pending for ever (PartitionConfig).
+    The run fails within seconds with Slurm's reason instead, and the job is cancelled."""
+    import subprocess
+    import sys
+    import time
+
+    notebook = write_notebook(tmp_path / "wide.ipynb", "print('never runs')")
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(tmp_path / "wf"),
+         "--deployment", "slurm", "--resources", "*=nodes=2", "--deployment-file",
+         str(_profile(tmp_path)), "--quiet"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert time.monotonic() - started < 60
+    errors = [line for line in done.stderr.splitlines() if line.startswith("nb2cwl: error:")]
+    assert len(errors) == 1, done.stderr[-3000:]
+    assert "Slurm will not start job" in errors[0], errors[0]
+    assert "reason PartitionConfig" in errors[0] and "partition debug" in errors[0], errors[0]
+    assert "Slurm rejected the job: ask for what the partition offers" in errors[0]
+    assert "Traceback" not in done.stderr
+    assert not slurm_cluster.queued_jobs()
