@@ -84,7 +84,7 @@ def test_a_value_corrupted_between_steps_is_named(tmp_path: Path, capsys) -> Non
     assert [c["index"] for c in differing] == [2]
     assert "42" in differing[0]["diff"] and "44" in differing[0]["diff"]
     assert differing[0]["step"] == "cell_2"
-    assert differing[0]["loaded"] == ["x from cell 1 (step cell_1)"]
+    assert differing[0]["loaded"] == ["x from In [1] (step cell_1)"]  # as Jupyter numbers it
     assert "nb2cwl:step=" in differing[0]["suggestion"]
 
 

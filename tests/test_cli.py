@@ -186,6 +186,8 @@ def test_step_tag_merges_and_skip_tag_skips(tmp_path: Path,
     data = json.loads(capsys.readouterr().out)
     steps = {s["name"]: s["cells"] for s in data["steps"]}
     assert steps["step_prep"] == [1, 2]
+    (prep,) = [s for s in data["steps"] if s["name"] == "step_prep"]
+    assert "In [1] to [2] merged by tag nb2cwl:step=prep" in prep["reasons"]  # Jupyter's numbers
     assert [c["role"] for c in data["cells"] if c["index"] == 3] == ["skipped"]
 
 
@@ -199,6 +201,7 @@ def test_conflicting_step_tags_are_refused(tmp_path: Path,
     ])
     status, _, err = run_cli(str(path), "-o", str(tmp_path / "out"), capsys=capsys)
     assert status == 1 and "nb2cwl:step=s" in err
+    assert "In [2] needs x as In [1] left it, but In [3] in the same step changes it" in err
 
 
 def test_jupyter_workflow_metadata_is_honoured(tmp_path: Path,

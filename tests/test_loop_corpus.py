@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,11 +14,11 @@ from pathlib import Path
 import nbformat
 import pytest
 from equivalence import run_with_nbclient, run_with_workflow
+from explained import skeleton_lines
 from loop_corpus import INDEPENDENT, ORDERED, SETUP
 
 from nb2cwl.analysis.skeletons.model import HAZARDS
 
-_SKELETON = re.compile(r"^cell (\d+): ")
 #: the independent loops run in groups of this many per notebook
 _GROUP = 10
 
@@ -51,13 +50,13 @@ def test_the_corpus_has_the_shapes_it_promises() -> None:
 def test_recall_and_precision_of_the_loop_checks(tmp_path: Path) -> None:
     independent = list(INDEPENDENT)
     data = _explain(_notebook(tmp_path / "independent.ipynb", list(INDEPENDENT.values())))
-    scattered = {int(_SKELETON.match(s).group(1)) for s in data["skeletons"]}
+    scattered = set(skeleton_lines(data))
     reasons = {f["cell"]: f["reason"] for f in data["fallbacks"]}
     missed = [(name, reasons.get(index, "not worth a scatter"))
               for index, name in enumerate(independent, start=1) if index not in scattered]
     ordered = list(ORDERED)
     data = _explain(_notebook(tmp_path / "ordered.ipynb", [c for c, _ in ORDERED.values()]))
-    wrongly = [ordered[int(_SKELETON.match(s).group(1)) - 1] for s in data["skeletons"]]
+    wrongly = [ordered[index - 1] for index in skeleton_lines(data)]
     hazards = {f["cell"]: f["hazard"] for f in data["fallbacks"]}
     named = {name: hazards.get(index) for index, name in enumerate(ordered, start=1)}
     recall = 1 - len(missed) / len(independent)

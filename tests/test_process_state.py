@@ -257,5 +257,5 @@ def test_explain_names_the_reasons_for_a_merged_step(tmp_path):
         "import tensorflow as tf", "tf.random.set_seed(1)", "v = tf.ones(2)", "print(v)"]))
     (step,) = workflow.steps
     assert step.name == "cells_1_to_3"
-    assert any(r.startswith("kept together: cell 1 line 1: tensorflow.random.set_seed()")
+    assert any(r.startswith("kept together: In [2] line 1: tensorflow.random.set_seed()")
                for r in step.reasons)

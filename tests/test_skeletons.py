@@ -18,6 +18,7 @@ import nbformat
 import pytest
 from conftest import NOTEBOOKS
 from equivalence import run_with_nbclient, run_with_workflow
+from explained import skeleton_lines
 from test_cli import notebook
 
 from nb2cwl.cli import main
@@ -84,7 +85,7 @@ BLOCKED: dict[str, dict[str, tuple[str, ...]]] = {
     "blocked_accumulator_read.ipynb": {"blocked-accumulator-read": ("reads ys",)},
 }
 
-_SKELETON = re.compile(r"^cell (\d+): .* -> (\w+) over chunks \(")
+_SKELETON = re.compile(r": .* -> (\w+) over chunks \(")
 
 
 def _cells(name: str) -> dict[str, tuple[int, str]]:
@@ -102,10 +103,10 @@ def _explain(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dic
 def _scattered(data: dict) -> dict[int, str]:
     """Cell index -> scatter method, from explain's "skeletons"."""
     found: dict[int, str] = {}
-    for line in data["skeletons"]:
-        match = _SKELETON.match(line)
+    for index, line in skeleton_lines(data).items():
+        match = _SKELETON.search(line)
         assert match, f"unexpected skeleton line: {line}"
-        found[int(match.group(1))] = match.group(2)
+        found[index] = match.group(1)
     return found
 
 
@@ -304,7 +305,7 @@ def test_jupyter_workflow_scatter_metadata_forces_the_scatter(
     nb.cells[1].metadata["workflow"] = {"version": "v1.0", "step": {
         "in": [{"name": "xs", "type": "name", "scatter": 0}], "out": ["ys"]}}
     nbformat.write(nb, path)
-    assert [s.split(":")[0] for s in _steps_of(path, capsys)["skeletons"]] == ["cell 1"]
+    assert list(skeleton_lines(_steps_of(path, capsys))) == [1]
     jupyter = run_with_nbclient(path, tmp_path / "jupyter")
     workflow, _ = run_with_workflow(path, tmp_path / "workflow")
     assert workflow == jupyter

@@ -393,7 +393,7 @@ def _compiled_training(cells: list[str], tmp_path: Path):
 def test_training_inside_functions_is_found(tmp_path: Path) -> None:
     step, _ = _compiled_training(MAIN_FIT, tmp_path)
     assert step.training.kind == "keras_fit" and step.training.within == "main"
-    assert any("cell 3, line 2: Keras fit (in main() at cell 2, line 7, called here) runs "
+    assert any("In [4], line 2: Keras fit (in main() at In [3], line 7, called here) runs "
                "under a tf.distribute strategy" in r for r in step.reasons), step.reasons
     step, _ = _compiled_training(HELPER_LOOP, tmp_path)
     assert step.training.kind == "custom_loop" and step.training.within == "train"
@@ -569,10 +569,10 @@ UPDATE = ("    grads = tape.gradient(loss, model.trainable_variables)\n"
 
 @pytest.mark.parametrize(("cells", "reason"), [
     (_step_with(TAPE + "        loss = tf.sqrt(tf.reduce_mean((pred - yb) ** 2))\n" + UPDATE),
-     "cell 3, line 5: cannot tell how the loss `loss` depends on the batch"),
+     "In [4], line 5: cannot tell how the loss `loss` depends on the batch"),
     (_step_with(TAPE + "        loss = tf.reduce_mean((pred - yb) ** 2)\n"
                 "    if loss > 1.0:\n        print('large')\n" + UPDATE),
-     "cell 3, line 5: the condition `loss > 1.0` depends on the batch"),
+     "In [4], line 5: the condition `loss > 1.0` depends on the batch"),
     (_step_with("    noise = tf.random.normal([32, 8])\n" + TAPE.replace("xb,", "xb + noise,")
                 + "        loss = tf.reduce_mean((pred - yb) ** 2)\n" + UPDATE),
      "draws random numbers of a fixed shape on every replica"),

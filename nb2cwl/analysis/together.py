@@ -19,18 +19,18 @@ from nb2cwl.analysis.program import CellAnalysis
 
 @dataclass
 class KeptTogether:
-    """Cells `first`..`last` (notebook indices) run in one step, for `reasons`: (cell, line,
-    why) each."""
+    """Cells `first`..`last` (notebook indices) run in one step, for `reasons`: (the cell as
+    Jupyter numbers it, line, why) each."""
 
     first: int
     last: int
-    reasons: list[tuple[int, int, str]] = field(default_factory=list)
+    reasons: list[tuple[str, int, str]] = field(default_factory=list)  # shown cell
 
     def describe(self) -> list[str]:
         """The reasons as explain shows them: one line per reason, with the cells giving it."""
         places: dict[str, list[str]] = {}
         for cell, line, why in self.reasons:
-            places.setdefault(why, []).append(f"cell {cell}" + (f" line {line}" if line else ""))
+            places.setdefault(why, []).append(cell + (f" line {line}" if line else ""))
         return [f"{', '.join(dict.fromkeys(where))}: {why}" for why, where in places.items()]
 
 
@@ -104,8 +104,8 @@ def _view_range(cells: list[CellAnalysis], names: set[str]) -> int | None:
     return last if changed else None
 
 
-def _reason(analysis: CellAnalysis, line: int, text: str) -> tuple[int, int, str]:
-    return analysis.cell.index, line, text
+def _reason(analysis: CellAnalysis, line: int, text: str) -> tuple[str, int, str]:
+    return analysis.cell.shown, line, text
 
 
 def _merged(ranges: list[KeptTogether]) -> list[KeptTogether]:

@@ -269,7 +269,8 @@ def main_workflow(workflow: Workflow) -> cwl.Workflow:
     assemble_out = ["executed_notebook"]
     outputs += [cwl.WorkflowOutputParameter(
         id=f"training_{s.name}", type_=["null", "Directory"], outputSource=f"{s.name}/training",
-        label=f"cell {s.training.cell}: trained models, history, metrics and log")
+        label=f"{workflow.shown_cells([s.training.cell])}: trained models, history, metrics "
+              "and log")
         for s in workflow.steps if s.training is not None]
     writers = [s for s in workflow.steps if s.writes_files]
     if writers:

@@ -18,6 +18,7 @@ def explain_data(workflow: Workflow, plan: DeploymentPlan | None = None) -> dict
             continue
         cells.append({
             "index": view.index,
+            "prompt": view.prompt,  # In [n] after a Run All, as reasons and skeletons name it
             "id": view.cell_id,
             "role": view.role,
             "step": view.step,

@@ -46,7 +46,7 @@ def workflow_inputs(workflow: Workflow) -> list[cwl.WorkflowInputParameter]:
     inputs = []
     for parameter in workflow.parameters:
         ident = input_id(workflow, parameter)
-        doc = f"cell {parameter.cell_index}, line {parameter.line} of the notebook"
+        doc = f"{workflow.where(parameter.cell_index, parameter.line)} of the notebook"
         if parameter.is_path:
             inputs.append(cwl.WorkflowInputParameter(id=ident, type_=parameter.type, doc=doc,
                                                      label=parameter.name))

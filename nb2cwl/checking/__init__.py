@@ -148,11 +148,13 @@ def _explained(verdict: CellVerdict, workflow: Workflow) -> CellVerdict:
     view = next((v for v in workflow.cells if v.index == verdict.index), None)
     if step is None:
         return replace(verdict, known=list(view.notes) if view else [])
-    loaded = [f"{i.var} from cell {i.producer_cell} (step {i.producer})" if i.producer
+    loaded = [f"{i.var} from {workflow.shown_cells([i.producer_cell])} (step {i.producer})"
+              if i.producer
               else f"{i.var} from beside the notebook" for i in step.inputs]
     known = [*step.reasons, *(view.notes if view else ()),
              *(f.reason for f in workflow.fallbacks if f.cell == verdict.index)]
-    settings = [f"cell {s.cell_index}: {s.code.splitlines()[0]}" for s in workflow.settings
+    settings = [f"{workflow.shown_cells([s.cell_index])}: {s.code.splitlines()[0]}"
+                for s in workflow.settings
                 if s.cell_index < verdict.index and s.cell_index not in
                 {c.index for c in step.cells}]
     if settings:

@@ -2,13 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from nb2cwl.errors import Location
 
 if TYPE_CHECKING:
     from nb2cwl.frontend.parameters import ParameterCell
+
+
+class Numbered(Protocol):
+    """A cell as numbered: a front-end Cell, or the IR's view of one."""
+
+    index: int
+    prompt: int | None
+    first_line: int | None
+
+
+def shown_cells(cells: Iterable[Numbered]) -> str:
+    """Cells as Jupyter numbers them after a Run All: "In [3]", "In [1] to [5]", "In [1], [4]";
+    "cell N, M" (their indices) for a script's cells and wherever a cell has no number."""
+    wanted = sorted({c.index: c for c in cells}.values(), key=lambda c: c.index)
+    numbers = [c.prompt for c in wanted]
+    if not wanted or None in numbers or any(c.first_line is not None for c in wanted):
+        return "cell " + ", ".join(str(c.index) for c in wanted)
+    if len(numbers) == 1:
+        return f"In [{numbers[0]}]"
+    if numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f"In [{numbers[0]}] to [{numbers[-1]}]"
+    return "In " + ", ".join(f"[{n}]" for n in numbers)
 
 
 @dataclass(frozen=True)
@@ -41,6 +64,12 @@ class Cell:
     def is_code(self) -> bool:
         """True for code cells."""
         return self.cell_type == "code"
+
+    @property
+    def shown(self) -> str:
+        """The cell as Jupyter numbers it after a Run All, "In [3]"; "cell N" (its index)
+        where it has no such number: a script's cell, a markdown cell."""
+        return shown_cells([self])
 
 
 @dataclass(frozen=True)

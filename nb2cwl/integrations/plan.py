@@ -85,7 +85,7 @@ def plan_changes(now: Workflow, last: Workflow | None,
         if last is None:
             rerun, reason = True, "no earlier finished run"
         elif edited:
-            rerun, reason = True, "cell " + ", ".join(str(index[c]) for c in edited) + " changed"
+            rerun, reason = True, f"{now.shown_cells(index[c] for c in edited)} changed"
         elif affected:
             rerun, reason = True, "needs cells that changed"
         elif _grouping(step.cells) not in earlier:

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from nb2cwl.frontend.model import shown_cells
+
 
 def carries_value(var: str) -> bool:
     """True for what travels in a step's values folder: variables and `rng:*` state.
@@ -302,31 +304,25 @@ class Workflow:
         raise KeyError(name)
 
     def where(self, cell: int, line: int | None = None) -> str:
-        """A location as the user reads it: "cell 3, line 4" in a notebook, "train.py, line
-        57" in a script (its own file's lines)."""
+        """A location as the user reads it: "In [3], line 4" in a notebook (Jupyter's number
+        after a Run All; "cell 3" where a cell has none), "train.py, line 57" in a script."""
         view = next((v for v in self.cells if v.index == cell), None)
         file_line = view.file_line(line) if view is not None and line else None
         if file_line is not None:
             return f"{self.notebook_name}, line {file_line}"
         if view is not None and view.first_line is not None:
             return f"{self.notebook_name}, line {view.first_line}"
-        return f"cell {cell}, line {line}" if line else f"cell {cell}"
+        shown = self.shown_cells([cell])
+        return f"{shown}, line {line}" if line else shown
 
     def shown_cells(self, indices: Iterable[int]) -> str:
         """Cells as Jupyter numbers them after a Run All: "In [3]", "In [1] to [5]",
         "In [1], [4]"; "cell N" for a script's cells and wherever a cell has no number."""
         views = {v.index: v for v in self.cells}
-        wanted = sorted(set(indices))
-        prompts = [views[i].prompt if i in views else None for i in wanted]
-        if not wanted or None in prompts or any(
-                views[i].first_line is not None for i in wanted):
-            return "cell " + ", ".join(str(i) for i in wanted)
-        numbers = [p for p in prompts if p is not None]
-        if len(numbers) == 1:
-            return f"In [{numbers[0]}]"
-        if numbers == list(range(numbers[0], numbers[-1] + 1)):
-            return f"In [{numbers[0]}] to [{numbers[-1]}]"
-        return "In " + ", ".join(f"[{n}]" for n in numbers)
+        wanted = set(indices)
+        if not wanted <= set(views):
+            return "cell " + ", ".join(str(i) for i in sorted(wanted))
+        return shown_cells(views[i] for i in wanted)
 
     def step(self, name: str) -> Step:
         """The step called `name`."""

@@ -10,6 +10,7 @@ from nb2cwl.analysis.skeletons import MapSkeleton
 from nb2cwl.analysis.training import ONE_DEVICE
 from nb2cwl.errors import Diagnostic, DirectiveError
 from nb2cwl.frontend.directives import notebook_deployments
+from nb2cwl.frontend.model import shown_cells
 from nb2cwl.frontend.reader import safe_name
 from nb2cwl.ir.model import (
     CellCode,
@@ -69,6 +70,7 @@ def build_workflow(flow: Dataflow) -> Workflow:
         diagnostics += notebook.parameters.notes
     diagnostics += _kale_order(flow, steps)
     first_lines = {c.index: c.first_line for c in notebook.cells}
+    shown = {c.index: c.shown for c in notebook.cells}
 
     def at(cell: int, line: int) -> str:  # a script's own lines; a notebook's cell's
         first = first_lines.get(cell)
@@ -96,7 +98,7 @@ def build_workflow(flow: Dataflow) -> Workflow:
             + sequential
             + [Fallback(index, f"{at(index, line)}: {what}; the whole notebook runs as one "
                                "sequential step") for index, line, what in opaque]
-            + [Fallback(c.index, _one_device(c.index, c.analysis.training, at),
+            + [Fallback(c.index, _one_device(c.index, c.analysis.training, at, shown),
                         c.analysis.training.kind, c.analysis.training.line)
                for c in flow.cells if c.analysis.training is not None
                and c.analysis.training.kind in ONE_DEVICE]),
@@ -260,7 +262,7 @@ def _make_step(
         reasons: tuple[str, ...] = ("the analysis cannot follow some cell's effects on the "
                                     "namespace: every cell runs in order in this one step",)
     elif tags and len(indices) > 1:
-        reasons = (f"cells {', '.join(map(str, indices))} merged by tag "
+        reasons = (f"{shown_cells(c.analysis.cell for c in cells)} merged by tag "
                    f"nb2cwl:step={', '.join(tags)}", *kept)
     else:
         reasons = kept
@@ -280,14 +282,14 @@ def _make_step(
                 defines=tuple(sorted(defines)))
 
 
-def _one_device(cell: int, site, at) -> str:  # site: a TrainingSite; at: a formatter
+def _one_device(cell: int, site, at, shown: dict[int, str]) -> str:  # site: a TrainingSite
     """Why training found in `cell` runs as written, on one device, and where it is."""
     where = at(cell, site.line)
     if isinstance(site.origin, tuple):
         origin_cell, origin_line = site.origin
         inner = at(origin_cell, origin_line)
         if origin_cell != cell and at(origin_cell, 1) == "line 1":  # a notebook: which cell
-            inner += f" of cell {origin_cell}"
+            inner += f" of {shown[origin_cell]}"
         where += f" (in {site.within}() at {inner}, called here)"
     return f"{where}: {site.detail}"
 
@@ -346,6 +348,7 @@ def _check_merges(flow: Dataflow, step_of: dict[int, str], notebook: str) -> Non
         if cell_flow.index in step_of:
             members.setdefault(step_of[cell_flow.index], []).append(cell_flow)
     merged = {name for name, cells in members.items() if len(cells) > 1}
+    cells_by_index = {c.index: c.analysis.cell for c in flow.cells}
     for cell_flow in flow.cells:
         for item in cell_flow.inputs:
             if item.producer is None:
@@ -357,9 +360,10 @@ def _check_merges(flow: Dataflow, step_of: dict[int, str], notebook: str) -> Non
                      if c.index > item.producer and _defines(c, item.var)]
             if later:
                 raise DirectiveError(
-                    f"cells tagged nb2cwl:step={step} cannot run as one step: cell "
-                    f"{cell_flow.index} needs {item.var} as cell {item.producer} left it, but "
-                    f"cell {later[0].index} in the same step changes it afterwards",
+                    f"cells tagged nb2cwl:step={step} cannot run as one step: "
+                    f"{cell_flow.analysis.cell.shown} needs {item.var} as "
+                    f"{shown_cells([cells_by_index[item.producer]])} left it, but "
+                    f"{later[0].analysis.cell.shown} in the same step changes it afterwards",
                     flow.analysis.notebook.location(cell_flow.analysis.cell))
 
 

@@ -51,8 +51,8 @@ def scatter_loops(workflow: Workflow, chunks: int = 0,
         steps += [split, mapper, gather]
         balanced = (f", chunks balanced by the {len(plan.item_seconds)} items' seconds "
                     "measured in the last run" if plan.item_seconds else "")
-        skeletons.append(f"cell {cell}: {plan.form} -> {plan.method} over chunks "
-                         f"({split.name} -> {mapper.name} -> {gather.name}){balanced}")
+        skeletons.append(f"{workflow.shown_cells([cell])}: {plan.form} -> {plan.method} over "
+                         f"chunks ({split.name} -> {mapper.name} -> {gather.name}){balanced}")
     steps = [_rename_inputs(s, renamed, early) for s in steps]
     names = {c.index: s.name for s in steps for c in s.cells if s.role in ("cell", "gather")}
     cells = tuple(replace(v, step=names.get(v.index, v.step)) for v in workflow.cells)

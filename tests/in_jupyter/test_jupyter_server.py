@@ -147,6 +147,8 @@ async def test_a_run_streams_every_step_and_output_then_reruns_only_what_changed
     assert plan["last_run"] == run["id"]
     assert plan["stale_cells"] == ["cell-2", "cell-3"]
     assert plan["rerun_count"] == 2
+    # the reason names the cell as Jupyter numbers it (code cell 3 shows In [3])
+    assert [s["reason"] for s in plan["steps"] if s["cells"] == ["cell-2"]] == ["In [3] changed"]
     again = await call(jp_fetch, "runs", method="POST", body={
         "path": "nb.ipynb", "content": edited, "mode": "changed"})
     assert (await wait_run(jp_fetch, again["id"]))["status"] == "done"

@@ -48,10 +48,10 @@ def seed_record(workflow: Workflow, lock: EnvironmentLock) -> dict[str, Any]:
             if not draws or seeded_cells[generator] & set(cells):
                 continue
             unseeded.append({"generator": generator, "step": step.name, "cells": cells})
-            notes.append(f"cell {cells[0]} draws from the global {generator} generator "
-                         "without seeding it: the original run's numbers cannot be reproduced; "
-                         f"reruns of the bundle start it from seed {START_SEED} and agree "
-                         "with each other")
+            notes.append(f"{workflow.shown_cells(cells[:1])} draws from the global {generator} "
+                         "generator without seeding it: the original run's numbers cannot be "
+                         f"reproduced; reruns of the bundle start it from seed {START_SEED} "
+                         "and agree with each other")
     return {
         "python_hash_seed": HASH_SEED,
         "start": start,
