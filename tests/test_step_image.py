@@ -3,6 +3,7 @@ user builds it with one command. Through the CLI, as a user meets it."""
 
 from __future__ import annotations
 
+import hashlib
 import platform
 import subprocess
 import sys
@@ -82,3 +83,48 @@ def test_buildkits_and_the_clients_causes_are_kept(stdout: str, stderr: str,
     from nb2cwl.backends.step_image import build_failure
 
     assert build_failure(stdout, stderr) == cause
+
+
+def _export(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "nb2cwl", "export", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_docker_bundle_runs_its_steps_in_its_own_image(tmp_path: Path) -> None:
+    """Issue 26, item 8: a bundle compiled for Docker names the image of its own lock (not
+    the profile's unpinned nb2cwl-step:cpu), and says how to build it; an image the user
+    chose is kept, with a warning."""
+    import zipfile
+
+    from ruamel.yaml import YAML
+
+    write_notebook(tmp_path / "study.ipynb", "import numpy as np",
+                   "print(np.arange(4).sum())")
+    done = _export("study.ipynb", "-o", "study.zip", "--deployment", "docker", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    with zipfile.ZipFile(tmp_path / "study.zip") as bundle:
+        config = YAML(typ="safe").load(bundle.read("streamflow.yml"))
+        readme = bundle.read("README.md").decode()
+        recipe = bundle.read("environment/Dockerfile").decode()
+        pins = bundle.read("environment/requirements.txt").decode()
+    images = {name: entry["config"]["image"] for name, entry in config["deployments"].items()
+              if entry["type"] == "docker"}
+    assert images and len(set(images.values())) == 1, images
+    tag = next(iter(images.values()))
+    assert tag.startswith("nb2cwl-bundle-study:") and "nb2cwl-step" not in tag
+    assert tag.endswith(":" + hashlib.sha256(pins.encode()).hexdigest()[:12])
+    build = f"docker build -t {tag} -f environment/Dockerfile ."
+    assert build in readme and build in recipe
+    assert f"numpy=={metadata.version('numpy')}" in pins
+    # the user's own image stays, and the export says the bundle does not build it
+    chosen = _export("study.ipynb", "-o", "chosen.zip", "--deployment", "docker", "--image",
+                     "lab/python:3.11", cwd=tmp_path)
+    assert chosen.returncode == 0, chosen.stderr
+    with zipfile.ZipFile(tmp_path / "chosen.zip") as bundle:
+        config = YAML(typ="safe").load(bundle.read("streamflow.yml"))
+        readme = bundle.read("README.md").decode()
+    assert {e["config"]["image"] for e in config["deployments"].values()
+            if e["type"] == "docker"} == {"lab/python:3.11"}
+    assert "runs its steps in the image lab/python:3.11, which the bundle does not build" in \
+        chosen.stderr
+    assert "## The steps' image" not in readme

@@ -22,9 +22,9 @@ One module per concept: `names` (the bundle's file names and shared constants), 
 file helpers), `copying` (the compiled files, the inputs, deployment files), `sealing` (the
 seal, the check step, the guard in every tool), `seeds` (random state), `cell_map` (cells to
 steps, values and files to what carries them), `original_run` (a run's provenance and
-outputs), `texts` (README, Dockerfile, lock warnings) and `description` (what the RO-Crate
-says). This module puts them together in `export_bundle` and re-exports the names other
-modules import from `nb2cwl.backends.bundle`.
+outputs), `images` (the image the docker deployments run in), `texts` (README, Dockerfile,
+lock warnings) and `description` (what the RO-Crate says). This module puts them together in
+`export_bundle` and re-exports the names other modules import from `nb2cwl.backends.bundle`.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from nb2cwl.backends.bundle.files import (
     write_packed,
     write_yaml,
 )
+from nb2cwl.backends.bundle.images import bundle_tag, use_bundle_image
 from nb2cwl.backends.bundle.names import (
     BOOTSTRAP,
     CHECK_REPORT,
@@ -134,6 +135,9 @@ def export_bundle(workflow: Workflow, compiled: str, output: str,
             run = collect_run(Path(options.with_run), Path(compiled), root, Path(work))
         lock = lock_environment(workflow)
         warnings += lock_warnings(lock)
+        tag = bundle_tag(workflow, lock)
+        in_image, other_images = use_bundle_image(root, tag)
+        warnings += other_images
         seeds = seed_record(workflow, lock)
         if run is not None:  # the random states the original run handed between steps
             seeds["original_run_states"] = [
@@ -149,9 +153,9 @@ def export_bundle(workflow: Workflow, compiled: str, output: str,
         write(root / "environment" / "requirements.txt", lock.requirements_text())
         write(root / "environment" / "lock.json", lock.to_text())
         write(root / "environment" / "seeds.json", json.dumps(seeds, indent=1) + "\n")
-        write(root / "environment" / "Dockerfile", dockerfile(lock))
+        write(root / "environment" / "Dockerfile", dockerfile(lock, tag))
         write(root / MAP, json.dumps(cell_map(workflow, job, run), indent=1) + "\n")
-        write(root / "README.md", readme(workflow, lock, seeds, run))
+        write(root / "README.md", readme(workflow, lock, seeds, run, (tag, in_image)))
         write_crate(root, describe(workflow, root, options, run))
         sums = {rel: sha256(root / rel) for rel in _files(root) if rel != SUMS}
         write(root / SUMS, "".join(f"{sums[p]}  {p}\n" for p in sorted(sums)))

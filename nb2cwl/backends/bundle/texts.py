@@ -27,21 +27,22 @@ def lock_warnings(lock: EnvironmentLock) -> list[str]:
     return warnings
 
 
-def dockerfile(lock: EnvironmentLock) -> str:
+def dockerfile(lock: EnvironmentLock, tag: str) -> str:
     header = [
         "Container recipe for the environment of the original run: its Python and the "
         "packages of", "environment/requirements.txt. Build it from the bundle's folder:",
-        "  docker build -t nb2cwl-bundle -f environment/Dockerfile .",
-        "Run the whole bundle in it:",
-        '  docker run --rm -v "$PWD:/bundle" -w /bundle nb2cwl-bundle \\',
-        "      streamflow run streamflow.yml --outdir results",
-        "or tag it as the image of a docker or helm deployment of streamflow.yml, whose steps "
-        "then", "run in it."]
+        f"  docker build -t {tag} -f environment/Dockerfile .",
+        "The docker deployments of streamflow.yml run their steps in it, by that tag. Or run "
+        "the whole", "bundle in it:",
+        f'  docker run --rm -v "$PWD:/bundle" -w /bundle {tag} \\',
+        "      streamflow run streamflow.yml --outdir results"]
     return container_recipe(lock, "environment/requirements.txt", header)
 
 
 def readme(workflow: Workflow, lock: EnvironmentLock, seeds: dict[str, Any],
-           run: Run | None) -> str:
+           run: Run | None, image: tuple[str, list[str]] | None = None) -> str:
+    """The bundle's README; `image`: the bundle image's tag and the docker deployments that
+    run their steps in it (none: no section on Docker)."""
     major_minor = ".".join(lock.python.split(".")[:2])
     name = workflow.notebook_name
     lines = [
@@ -67,6 +68,25 @@ def readme(workflow: Workflow, lock: EnvironmentLock, seeds: dict[str, Any],
         "The steps run `python3` from `PATH`: put the environment's `bin` folder first. "
         f"The lock is for Python {lock.python} ({lock.platform}).",
         "",
+    ]
+    if image is not None and image[1]:
+        tag, names = image
+        lines += [
+            "## The steps' image",
+            "",
+            f"The Docker deployment{'s' if len(names) > 1 else ''} {', '.join(names)} of "
+            f"`streamflow.yml` run{'' if len(names) > 1 else 's'} the steps in `{tag}`, the "
+            "image of this bundle's own environment (`environment/Dockerfile`: the lock's "
+            "Python and packages). Build it once on the Docker host, before the run:",
+            "",
+            "```bash",
+            f"docker build -t {tag} -f environment/Dockerfile .",
+            "```",
+            "",
+            "The tag ends with a digest of the lock: another lock, another tag.",
+            "",
+        ]
+    lines += [
         "## What is here",
         "",
         "| Path | What |",
