@@ -54,3 +54,49 @@ def _step_spans(out_dir: Path) -> dict[str, tuple[float, float]]:
     for name, start, end in rows:
         spans[name.strip("/")] = (start / 1e9, end / 1e9)
     return spans
+
+
+@pytest.mark.streamflow
+@pytest.mark.parametrize("granularity", ["auto", "cell"])
+def test_a_blank_cell_gets_no_number_and_later_counts_are_jupyters(
+        granularity: str, tmp_path: Path) -> None:
+    """nbclient (and JupyterLab's Run All) do not run a blank code cell: it keeps no
+    execution count, and the cells after it are numbered from where the count stood. A cell of
+    comments or definitions runs, and is numbered, even where no step runs it. Out[n] and
+    In [n] are the same as in Jupyter."""
+    import subprocess
+    import sys
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python",
+                                       "display_name": "Python 3"}
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in
+                      ["x = 20", "", "   \n", "# only a comment",
+                       "def double(v):\n    return 2 * v", "x + 1", "print(_, double(x))"]]
+    path = tmp_path / "blank.ipynb"
+    nbformat.write(notebook, path)
+    jupyter = nbformat.read(path, as_version=4)
+    NotebookClient(jupyter, kernel_name="python3", resources={
+        "metadata": {"path": str(tmp_path)}}).execute()
+    done = subprocess.run([sys.executable, "-m", "nb2cwl", "run", str(path), "-o",
+                           str(tmp_path / "wf"), "--granularity", granularity, "--quiet"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    ran = nbformat.read(next((tmp_path / "wf" / "runs").glob("*/blank.executed.ipynb")), 4)
+
+    def numbers(nb: nbformat.NotebookNode) -> list:
+        return [(cell.execution_count, [(o.get("execution_count"), o.get("text") or
+                                         o.get("data", {}).get("text/plain"))
+                                        for o in cell.outputs]) for cell in nb.cells]
+
+    assert numbers(ran) == numbers(jupyter)
+    assert [c.execution_count for c in jupyter.cells] == [1, None, None, 2, 3, 4, 5]
+    explained = subprocess.run([sys.executable, "-m", "nb2cwl", "explain", str(path),
+                                "--json"], capture_output=True, text=True, timeout=300)
+    import json
+
+    prompts = [c["prompt"] for c in json.loads(explained.stdout)["cells"]]
+    assert prompts == [1, None, None, 2, 3, 4, 5]  # In [n] in every reason and view

@@ -26,7 +26,7 @@ class CellCode:
     cell_id: str
     code: str
     source: str
-    execution_count: int
+    execution_count: int | None  # Jupyter's In [n]; None for a blank cell (never run)
     quiet: bool = False  # the cell ends with ';': no execute_result, as in IPython
     rewritten: bool = False  # `code` was changed by a pass: run it, not the source
     seconds: float = 0.0  # how long it runs: measured (`seconds_from`) or estimated

@@ -34,11 +34,11 @@ def build_workflow(flow: Dataflow) -> Workflow:
     together, and those a user tags with the same name (definition-only cells are replayed,
     not run as steps)."""
     notebook = flow.analysis.notebook
-    counts: dict[int, int] = {}
+    counts: dict[int, int | None] = {}
     opaque = [(c.index, line, what) for c in flow.cells
               for line, what in c.analysis.effects.opaque_namespace]
-    for count, cell_flow in enumerate(flow.cells, start=1):
-        counts[cell_flow.index] = count
+    for cell_flow in flow.cells:  # Jupyter's In [n]: a blank cell is not run, and has none
+        counts[cell_flow.index] = cell_flow.analysis.cell.prompt
     step_of, merged_why = _group_cells(flow, bool(opaque))
     groups: dict[str, list[int]] = {}
     for index, name in step_of.items():
@@ -227,7 +227,7 @@ def _future_features(code: str) -> list[str]:
 
 def _make_step(
     name: str, indices: list[int], flow: Dataflow, step_of: dict[int, str],
-    counts: dict[int, int], kept: tuple[str, ...] = (),
+    counts: dict[int, int | None], kept: tuple[str, ...] = (),
 ) -> Step:
     cells = [flow.cell(i) for i in indices]
     inside = set(indices)
@@ -418,7 +418,7 @@ def _replay_position(replay: Replay) -> tuple[int, int]:
     return int(cell), int(number)
 
 
-def _cell_code(cell_flow, counts: dict[int, int]) -> CellCode:
+def _cell_code(cell_flow, counts: dict[int, int | None]) -> CellCode:
     cell = cell_flow.analysis.cell
     seconds, source = _seconds(cell.metadata, cell_flow.analysis.seconds)
     return CellCode(cell.index, cell.cell_id, cell.code, cell.source, counts[cell.index],

@@ -21,7 +21,8 @@ def assemble(argv: list[str], spec: dict[str, Any] | None = None) -> int:
 
     `spec["parameters"]`: the notebook's parameters; when the run's values differ from the
     notebook's, an injected-parameters cell shows them after the parameters cell, as papermill
-    shows them."""
+    shows them. `spec["unrun_counts"]`: the execution counts of the cells no step runs (only
+    definitions or comments), which Jupyter numbers all the same."""
     args = parse_arguments(argv)
     with open(args["notebook"][0], encoding="utf-8") as handle:
         notebook: dict[str, Any] = json.load(handle)
@@ -45,6 +46,9 @@ def assemble(argv: list[str], spec: dict[str, Any] | None = None) -> int:
         failed = None
     last = min(i for i in (failed[0] if failed else None, end) if i is not None) \
         if failed is not None or end is not None else None
+    for index, count in ((spec or {}).get("unrun_counts") or {}).items():
+        if index not in results:  # a cell of definitions or comments: it ran, printing nothing
+            results[index] = {"index": index, "outputs": [], "execution_count": count}
     indices = sorted(i for i in results if last is None or i <= last)
     # a later cell's update of a display an earlier cell shows
     for index, outputs in zip(indices, settle_displays([results[i]["outputs"] for i in indices]),

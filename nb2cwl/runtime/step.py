@@ -478,6 +478,9 @@ _EARLY: dict[int | None, list[Any]] = {}
 def _run_cell(cell: dict[str, Any], executor: Executor, spec: dict[str, Any]) -> Any:
     """Run one cell as the kernel would; its outputs."""
     count = cell["execution_count"]
+    if count is None:  # a blank cell: Jupyter runs nothing and gives it no number
+        live.cell_event(cell, "done", execution_count=None)
+        return []
     live.cell_event(cell, "running")
     with OutputCapture() as capture:
         capture.events[:0] = _EARLY.pop(cell["index"], [])
