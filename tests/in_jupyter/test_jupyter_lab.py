@@ -710,6 +710,12 @@ def test_the_user_chooses_one_step_per_cell_in_the_sidebar(page, lab):
         detail = json.load(reply)
     assert detail["granularity"] == "cell" and sorted(detail["steps"]) == [
         "assemble", "cell_0", "cell_1", "cell_2"], detail
+    # reopened, the notebook starts with the steps of its latest run
+    open_with_badges(page, "granular.ipynb")
+    page.page.wait_for_function(
+        "() => document.querySelector('[data-testid=nb2cwl-granularity]').value === 'cell'"
+        " && document.querySelector('[data-testid=nb2cwl-steps] summary').textContent"
+        " === 'Steps: 3 steps, and why'", timeout=30_000)
     page.page.select_option("[data-testid=nb2cwl-granularity]", "auto")
     page.page.wait_for_function(
         "() => document.querySelector('[data-testid=nb2cwl-steps] summary').textContent"

@@ -132,6 +132,7 @@ export class NotebookSession implements IDisposable {
   }
 
   set granularity(value: Granularity) {
+    this._granularityChosen = true;
     if (value === this._granularity) {
       return;
     }
@@ -528,6 +529,15 @@ export class NotebookSession implements IDisposable {
           this._run = { ...fresh, status };
         }
       }
+      // a reopened notebook starts with the steps of its latest run, until the user picks
+      const latest = runs[0]?.granularity ?? 'auto';
+      if (follow && runs.length > 0 && !this._granularityChosen) {
+        this._granularityChosen = true;
+        if (latest !== this._granularity) {
+          this._granularity = latest;
+          void this.refreshGraphAndPlan();
+        }
+      }
       if (follow && !this._run && runs.length > 0) {
         await this._follow(runs[0]);
       }
@@ -765,6 +775,8 @@ export class NotebookSession implements IDisposable {
   private _plan: IPlan | null = null;
   private _stale = new Set<string>();
   private _runs: IRun[] = [];
+  /** The user picked the granularity, or it was taken from the latest run. */
+  private _granularityChosen = false;
   private _run: IRun | null = null;
   private _ended = new Set<string>();
   private _requests = new Map<string, IRunRequestMemo>();
