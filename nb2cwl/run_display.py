@@ -17,6 +17,7 @@ class RunDisplay:
         self.total = total
         self._progress: Any = None
         self._shown = 0.0
+        self._began = False  # a step has run
         if live:
             from rich.progress import (
                 BarColumn,
@@ -47,7 +48,8 @@ class RunDisplay:
         now = time.time()
         parts = [f"{step}{f' x{jobs}' if jobs > 1 else ''} on {where or 'local'} "
                  f"{now - since:.0f} s" for step, (where, since, jobs) in sorted(running.items())]
-        waiting = "waiting for the next step" if done else "starting the workflow"
+        self._began = self._began or bool(parts)  # a step ends a moment before it counts
+        waiting = "waiting for the next step" if done or self._began else "starting the workflow"
         self._progress.update(self._task, completed=done,
                               description=("running " + ", ".join(parts)) if parts else waiting)
 

@@ -142,3 +142,33 @@ def test_the_pictured_step_graph_is_the_one_nb2cwl_draws(tmp_path: Path) -> None
         "docs/images/example-graph.svg is out of date: python -m nb2cwl graph "
         "notebooks/example.ipynb -o docs/images/example-graph.svg (from an empty "
         "notebooks/example-wf)")
+
+
+@pytest.mark.streamflow
+def test_the_run_progress_pictured_is_what_a_terminal_shows(tmp_path: Path) -> None:
+    """scripts/cli_progress_picture.py runs the example on a pseudo-terminal: the live line
+    names the scattered loop's chunks running side by side, never goes back to "starting"
+    once a step ran, and the lines that stay say what happened to each step. The picture in
+    the docs is such a screen, and fetches nothing."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "cli_progress_picture", ROOT / "scripts" / "cli_progress_picture.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    stream = script.terminal_output(str(ROOT / "notebooks" / "example.ipynb"))
+    lives = [script._plain(live) for _, live in script.screens(stream)]
+    ran = next(n for n, live in enumerate(lives) if live.startswith("running "))
+    assert not [live for live in lives[ran:] if live.startswith("starting")], lives
+    assert any(re.match(r"running cell_\d+_map x2 on local", live) for live in lives), lives
+    final = script._plain(stream.replace("\r\n", "\n"))
+    for line in ("[1/4] cell_9_split done (In [1] to [5])", "[4/4] assemble done",
+                 "finished in"):
+        assert line in final, final[-2000:]
+    lines = script.screen_when(stream, re.compile(r"running \S+ x2 on local"))
+    script.picture(lines, "nb2cwl run example.ipynb", str(tmp_path / "progress.svg"))
+    drawn = (tmp_path / "progress.svg").read_text()
+    assert "cell_9_map" in drawn and 'url("http' not in drawn
+    pictured = (DOCS / "images" / "cli-progress.svg").read_text()
+    assert "running&#160;cell_9_map&#160;x2&#160;on&#160;local" in pictured
+    assert 'url("http' not in pictured  # no web font: the picture fetches nothing
