@@ -720,6 +720,13 @@ def test_the_user_chooses_one_step_per_cell_in_the_sidebar(page, lab):
     page.page.wait_for_function(
         "() => document.querySelector('[data-testid=nb2cwl-steps] summary').textContent"
         " === 'Steps: 1 step, and why'", timeout=30_000)
+    # the run commands take the granularity as an argument too (the picker stays as it is)
+    again = page.execute("nb2cwl:run-all", {"deployment": "local", "granularity": "cell"})
+    page.wait_run(again)
+    with urllib.request.urlopen(f"{lab['base']}/nb2cwl/api/runs/{again}?token={TOKEN}",
+                                timeout=10) as reply:
+        assert json.load(reply)["granularity"] == "cell"
+    assert page.page.input_value("[data-testid=nb2cwl-granularity]") == "auto"
     page.assert_no_errors()
 
 

@@ -1,8 +1,9 @@
 /**
  * The nb2cwl commands; they act on the current notebook.
  *
- * The run commands take an optional `{deployment: string}` argument (else the
- * side panel's choice) and resolve to the new run's id. They send the
+ * The run commands take optional `{deployment: string, granularity: 'auto' |
+ * 'cell'}` arguments (else the side panel's choices) and resolve to the new
+ * run's id. They send the
  * notebook's current content, unsaved edits included, and never save it.
  */
 import type { ICommandPalette } from '@jupyterlab/apputils';
@@ -10,7 +11,7 @@ import type { NotebookPanel } from '@jupyterlab/notebook';
 import type { CommandRegistry } from '@lumino/commands';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
-import type { RunMode } from './api';
+import type { Granularity, RunMode } from './api';
 import { nb2cwlIcon } from './icon';
 import type { SessionManager } from './manager';
 import type { NotebookSession } from './session';
@@ -30,6 +31,12 @@ const RUN_ARGS_SCHEMA = {
     deployment: {
       type: 'string',
       description: "The deployment to run on (default: the side panel's choice)"
+    },
+    granularity: {
+      type: 'string',
+      enum: ['auto', 'cell'],
+      description:
+        "Where step boundaries go: 'auto' (where they pay) or 'cell' (one step per cell; default: the side panel's choice)"
     }
   }
 };
@@ -92,7 +99,11 @@ export function registerCommands(options: ICommandsOptions): void {
           cells = panel ? selectedCellIds(panel) : [];
         }
       }
-      return session.startRun(mode, { deployment, cells });
+      const granularity =
+        args.granularity === 'auto' || args.granularity === 'cell'
+          ? (args.granularity as Granularity)
+          : undefined;
+      return session.startRun(mode, { deployment, granularity, cells });
     };
 
   commands.addCommand(CommandIDs.runAll, {
