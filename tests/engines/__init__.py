@@ -10,10 +10,12 @@ an engine cannot start here, the tests that need it are skipped with the reason;
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -62,9 +64,16 @@ def apt_install(packages: Sequence[str], binaries: Sequence[str]) -> None:
     if not shutil.which("apt-get"):
         raise EngineError(f"{', '.join(binaries)} missing and apt-get is not available")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    run(["apt-get", "update", "-q"], timeout=APT_TIMEOUT, env=env)
-    run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
-        timeout=APT_TIMEOUT, env=env)
+    # one install at a time: another fixture (the browser's, on the other worker) may be
+    # installing, and apt-get fails at once on a held lock; dpkg's own lock is waited for too
+    wait = ["-o", f"DPkg::Lock::Timeout={int(APT_TIMEOUT // 2)}"]
+    with open(os.path.join(tempfile.gettempdir(), "nb2cwl-tests-apt.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if all(shutil.which(b, path=path) for b in binaries):
+            return  # installed meanwhile
+        run(["apt-get", *wait, "update", "-q"], timeout=APT_TIMEOUT, env=env)
+        run(["apt-get", *wait, "install", "-y", "-q", "--no-install-recommends", *packages],
+            timeout=APT_TIMEOUT, env=env)
 
 
 def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
