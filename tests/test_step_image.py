@@ -4,6 +4,7 @@ user builds it with one command. Through the CLI, as a user meets it."""
 from __future__ import annotations
 
 import hashlib
+import json
 import platform
 import subprocess
 import sys
@@ -62,6 +63,57 @@ def test_a_failed_build_shows_dockers_cause(docker_engine: DockerEngine, tmp_pat
                               "status 1)"), errors[0]
     assert "Traceback" not in done.stderr
     # the failed step's container is removed (the stop tests find the engine empty)
+    assert docker_engine.docker("ps", "-aq").stdout.split() == []
+
+
+def _base_with_the_pins(engine: DockerEngine, pins: Path, folder: Path) -> str:
+    """An image on the test engine's (Debian's python3, no pip) that holds every pinned
+    distribution, copied from this environment with its metadata: what a base image that
+    brings the notebook's libraries is (no index is reachable from the test engine)."""
+    site = folder / "site"
+    for line in pins.read_text().splitlines():
+        if "==" not in line or line.startswith("#"):
+            continue
+        dist = metadata.distribution(line.split("==")[0])
+        root = Path(dist.locate_file(""))
+        for file in dist.files or ():
+            source = Path(dist.locate_file(file))
+            if ".." in file.parts or "__pycache__" in file.parts or not source.is_file():
+                continue  # scripts outside site-packages, bytecode
+            target = site / source.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+    (folder / "Dockerfile").write_text(f"FROM {engine.image}\n"
+                                       "COPY site/ /usr/lib/python3/dist-packages/\n")
+    tag = "nb2cwl-test-pinned:1"
+    engine.docker("build", "--network=none", "-t", tag, str(folder), timeout=300)
+    return tag
+
+
+@pytest.mark.docker
+def test_a_built_image_runs_the_notebooks_steps(docker_engine: DockerEngine,
+                                                tmp_path: Path) -> None:
+    """`nb2cwl image --build` on a base that already has every pin: pip is skipped, the
+    build succeeds, and the notebook's steps run in the image as in Jupyter (IPython's
+    formatting included: `Out` values as the kernel shows them)."""
+    write_notebook(tmp_path / "plain.ipynb", "import json\nrows = [1, 2, 3]",
+                   "print(json.dumps(rows))", "{'total': sum(rows)}")
+    assert _image("plain.ipynb", cwd=tmp_path).returncode == 0
+    base = _base_with_the_pins(docker_engine, tmp_path / "plain-image" / "requirements.txt",
+                               tmp_path / "base")
+    done = _image("plain.ipynb", "--build", "--base", base, "-t", "nb2cwl-plain:ok", "--force",
+                  cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "built nb2cwl-plain:ok" in done.stdout, done.stdout
+    ran = subprocess.run([sys.executable, "-m", "nb2cwl", "run", "plain.ipynb", "--deployment",
+                          "docker", "--image", "nb2cwl-plain:ok", "-o", "wf", "--quiet",
+                          "--granularity", "cell"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    executed = next((tmp_path / "wf" / "runs" / "1").glob("*.executed.ipynb"))
+    cells = [c for c in json.loads(executed.read_text())["cells"] if c["cell_type"] == "code"]
+    assert "".join(cells[1]["outputs"][0]["text"]) == "[1, 2, 3]\n"
+    assert cells[2]["outputs"][0]["data"]["text/plain"] == "{'total': 6}"
     assert docker_engine.docker("ps", "-aq").stdout.split() == []
 
 
