@@ -103,6 +103,7 @@ def picture(lines: list[str], title: str, path: str) -> None:
                       file=open(os.devnull, "w"))  # noqa: SIM115 (recorded, not shown)
     for line in lines:
         console.print(Text.from_ansi(line), crop=True, overflow="crop", no_wrap=True)
+    console.print()  # the SVG clips its last row's underscores: the cursor's line is blank
     svg = console.export_svg(title=title)
     # rich's template also names web fonts by URL: keep the fonts installed here, fetch nothing
     svg = re.sub(r',\s*url\("https?://[^"]*"\) format\("[^"]*"\)', "", svg)
