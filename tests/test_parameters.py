@@ -355,7 +355,7 @@ def test_the_bundle_lists_the_parameters_as_formal_parameters(tmp_path: Path) ->
     entities = {e["@id"]: e for e in crate["@graph"]}
     rate = entities["#input-learning_rate"]
     assert rate["@type"] == "FormalParameter" and rate["additionalType"] == "Float"
-    assert rate["defaultValue"] == "0.001" and "cell 1" in rate["description"]
+    assert rate["defaultValue"] == "0.001" and "In [2], line" in rate["description"]
     assert entities["#input-data_file"]["additionalType"] == "File"
 
 

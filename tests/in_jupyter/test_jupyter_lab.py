@@ -15,6 +15,7 @@ the test's temporary folder.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -34,6 +35,7 @@ from in_jupyter.jupyter_helpers import jupyter_paths_in, processes_with, start_l
 from nb2cwl.checking.reference import kernel_environment
 
 TOKEN = "nb2cwl-e2e"
+_WORKSPACES = itertools.count(1)  # a JupyterLab workspace per opened page
 RUN_TIMEOUT_MS = 90_000
 SHOTS: Path | None = None  # set by the lab fixture
 
@@ -177,9 +179,11 @@ class Page:
             f"HTTP {r.status} {r.request.method} {r.url}"))
 
     def open(self, path: str, app: str = "lab") -> None:
-        url = (f"{self.base}/lab/tree/{path}" if app == "lab"
-               else f"{self.base}/notebooks/{path}")
-        # lab: ?reset, a fresh workspace, without the notebooks earlier tests opened
+        # lab: a workspace of its own, reset, without the notebooks earlier tests opened. A
+        # shared one raced: JupyterLab's server read the default workspace's file while the
+        # page before was still writing it, and answered 500 ("Expecting value")
+        url = (f"{self.base}/lab/workspaces/nb2cwl-{next(_WORKSPACES)}/tree/{path}"
+               if app == "lab" else f"{self.base}/notebooks/{path}")
         query = "?reset&" if app == "lab" else "?"
         self.page.goto(f"{url}{query}token={TOKEN}")
         self.page.wait_for_function("() => !!window.jupyterapp", timeout=60_000)

@@ -6,34 +6,16 @@
 import type { CommandRegistry } from '@lumino/commands';
 import { Widget } from '@lumino/widgets';
 
-import {
-  FINAL_RUN_STATUSES,
-  type Granularity,
-  type IRun,
-  type Nb2cwlApi,
-  RUN_FILE_KINDS,
-  type RunFileKind
-} from './api';
-import { formatSeconds, formatStart, oneLine } from './format';
+import { FINAL_RUN_STATUSES, type Granularity, type Nb2cwlApi } from './api';
 import { CommandIDs } from './commands';
+import { el, setText } from './dom';
+import { formatSeconds, oneLine } from './format';
 import { nb2cwlIcon } from './icon';
+import { RunList, runDuration } from './run_list';
 import type { NotebookSession } from './session';
 
 export const SIDEBAR_ID = 'nb2cwl-sidebar';
 
-const FILE_LABELS: Record<RunFileKind, string> = {
-  cwl: 'CWL',
-  crate: 'RO-Crate',
-  notebook: 'Notebook',
-  logs: 'Logs'
-};
-
-const FILE_TITLES: Record<RunFileKind, string> = {
-  cwl: 'The packed CWL workflow of this run',
-  crate: 'The Workflow RO-Crate bundle of this run (zip)',
-  notebook: 'The executed copy of the notebook',
-  logs: "The run's log"
-};
 
 /** The choices of the Steps picker: value, label, tooltip. */
 const GRANULARITY_CHOICES: ReadonlyArray<[Granularity, string, string]> = [
@@ -51,30 +33,6 @@ const GRANULARITY_CHOICES: ReadonlyArray<[Granularity, string, string]> = [
   ]
 ];
 
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  props: {
-    className?: string;
-    testid?: string;
-    text?: string;
-    title?: string;
-  } = {}
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (props.className) {
-    node.className = props.className;
-  }
-  if (props.testid) {
-    node.dataset.testid = props.testid;
-  }
-  if (props.text !== undefined) {
-    node.textContent = props.text;
-  }
-  if (props.title !== undefined) {
-    node.title = props.title;
-  }
-  return node;
-}
 
 /** A labelled select (`nb2cwl-NAME`) that calls `changed` with its value. */
 function picker(
@@ -92,24 +50,7 @@ function picker(
   return [row, select];
 }
 
-function setText(node: HTMLElement, text: string): void {
-  if (node.textContent !== text) {
-    node.textContent = text;
-  }
-}
 
-function runDuration(run: IRun): number | null {
-  if (run.duration !== null && run.duration !== undefined) {
-    return run.duration;
-  }
-  if (!FINAL_RUN_STATUSES.includes(run.status) && run.started) {
-    return Math.max(0, Date.now() / 1000 - run.started);
-  }
-  if (run.finished && run.started) {
-    return Math.max(0, run.finished - run.started);
-  }
-  return null;
-}
 
 /**
  * The side panel; it shows the session of the current notebook.
@@ -231,7 +172,11 @@ export class Nb2cwlSidebar extends Widget {
       className: 'nb2cwl-runs-title',
       text: 'Runs'
     });
-    this._runs = el('ul', { className: 'nb2cwl-runs', testid: 'nb2cwl-runs' });
+    this._runList = new RunList(
+      this._api,
+      () => this._session,
+      () => this._selection?.() ?? []
+    );
 
     this.node.append(
       header,
@@ -242,7 +187,7 @@ export class Nb2cwlSidebar extends Widget {
       this._inputs,
       this._steps,
       runsHeader,
-      this._runs
+      this._runList.node
     );
     this._commands.commandChanged.connect(this._scheduleRender, this);
     this.render();
@@ -261,7 +206,7 @@ export class Nb2cwlSidebar extends Widget {
     this._session = session;
     session?.changed.connect(this._scheduleRender, this);
     this._deploymentsKey = '';
-    this._runsKey = '';
+    this._runList.reset();
     this.render();
   }
 
@@ -286,7 +231,7 @@ export class Nb2cwlSidebar extends Widget {
     this._renderStatus();
     this._renderInputs();
     this._renderSteps();
-    this._renderRuns();
+    this._runList.render();
   }
 
   private _scheduleRender(): void {
@@ -512,147 +457,6 @@ export class Nb2cwlSidebar extends Widget {
     this._steps.open = open;
   }
 
-  private _renderRuns(): void {
-    const session = this._session;
-    const runs = session?.runs ?? [];
-    const key = JSON.stringify(
-      runs.map(r => [
-        r.id,
-        r.status,
-        r.duration,
-        r.error,
-        r.files,
-        r.deployment,
-        r.mode,
-        r.started
-      ])
-    );
-    if (key !== this._runsKey) {
-      this._runsKey = key;
-      this._runs.textContent = '';
-      if (runs.length === 0) {
-        this._runs.append(
-          el('li', {
-            className: 'nb2cwl-runs-empty',
-            text: session ? 'No runs yet.' : ''
-          })
-        );
-      }
-      for (const run of runs) {
-        this._runs.append(this._runItem(run));
-      }
-    }
-    // One run at a time: no "run again" while one runs.
-    const busy = !session || session.isRunActive || session.isStarting;
-    this._runs
-      .querySelectorAll<HTMLButtonElement>('[data-testid=nb2cwl-run-again]')
-      .forEach(button => {
-        if (button.disabled !== busy) {
-          button.disabled = busy;
-        }
-      });
-    // Live durations.
-    for (const run of runs) {
-      if (!FINAL_RUN_STATUSES.includes(run.status)) {
-        const item = this._runs.querySelector(
-          `li[data-run-id="${CSS.escape(run.id)}"] .nb2cwl-run-duration`
-        ) as HTMLElement | null;
-        if (item) {
-          setText(item, formatSeconds(runDuration(run)));
-        }
-      }
-    }
-  }
-
-  private _runItem(run: IRun): HTMLLIElement {
-    const item = el('li', {
-      className: 'nb2cwl-run-item',
-      testid: 'nb2cwl-run-item'
-    });
-    item.dataset.runId = run.id;
-    item.dataset.status = run.status;
-
-    const head = el('div', { className: 'nb2cwl-run-head' });
-    head.append(
-      el('span', {
-        className: 'nb2cwl-run-status',
-        testid: 'nb2cwl-run-status',
-        text: run.status
-      }),
-      el('span', {
-        className: 'nb2cwl-run-deployment',
-        testid: 'nb2cwl-run-deployment',
-        text: run.deployment,
-        title: 'deployment'
-      }),
-      el('span', {
-        className: 'nb2cwl-run-mode',
-        text: run.mode,
-        title: 'mode'
-      })
-    );
-    const time = el('div', { className: 'nb2cwl-run-time' });
-    time.append(
-      el('span', {
-        className: 'nb2cwl-run-start',
-        testid: 'nb2cwl-run-start',
-        text: formatStart(run.started),
-        title: `run ${run.id}`
-      }),
-      el('span', {
-        className: 'nb2cwl-run-duration',
-        testid: 'nb2cwl-run-duration',
-        text: formatSeconds(runDuration(run))
-      })
-    );
-    item.append(head, time);
-    if (run.error) {
-      item.append(
-        el('div', {
-          className: 'nb2cwl-run-error',
-          testid: 'nb2cwl-run-error',
-          text: oneLine(run.error),
-          title: run.error
-        })
-      );
-    }
-    const links = el('div', { className: 'nb2cwl-run-links' });
-    for (const kind of RUN_FILE_KINDS) {
-      const link = el('a', {
-        className: 'nb2cwl-download',
-        testid: `nb2cwl-download-${kind}`,
-        text: FILE_LABELS[kind],
-        title: FILE_TITLES[kind]
-      });
-      if (run.files?.[kind]) {
-        link.href = this._api.fileUrl(run.id, kind);
-        link.setAttribute('download', '');
-      } else {
-        link.setAttribute('aria-disabled', 'true');
-        link.classList.add('nb2cwl-mod-disabled');
-        link.title = `${FILE_TITLES[kind]}: not available`;
-      }
-      links.append(link);
-    }
-    const again = el('button', {
-      className: 'jp-Button nb2cwl-run-again',
-      testid: 'nb2cwl-run-again',
-      text: 'Run again',
-      title: `Run again (${run.mode}, on ${run.deployment}) with the notebook's current content`
-    });
-    again.type = 'button';
-    again.addEventListener('click', () => {
-      const session = this._session;
-      if (session) {
-        void session
-          .runAgain(run, this._selection?.() ?? [])
-          .catch(error => console.warn('nb2cwl: run again failed:', error));
-      }
-    });
-    links.append(again);
-    item.append(links);
-    return item;
-  }
 
   /** Where "run again" of a "selected" run started elsewhere finds the selected cells. */
   set selection(provider: (() => string[]) | null) {
@@ -662,7 +466,6 @@ export class Nb2cwlSidebar extends Widget {
   private _session: NotebookSession | null = null;
   private _frame = 0;
   private _deploymentsKey = '';
-  private _runsKey = '';
   private _selection: (() => string[]) | null = null;
   private _notebook: HTMLElement;
   private _deployment: HTMLSelectElement;
@@ -678,5 +481,5 @@ export class Nb2cwlSidebar extends Widget {
   private _inputs: HTMLElement;
   private _steps: HTMLDetailsElement;
   private _stepsKey = '';
-  private _runs: HTMLUListElement;
+  private _runList: RunList;
 }
