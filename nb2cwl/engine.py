@@ -146,14 +146,17 @@ def _local_work_in_the_runs_folder() -> None:
 
 def _end_jobs_with_their_scripts() -> None:
     """A Slurm job is over once its batch script has ended (COMPLETING), and a job Slurm will
-    never start fails the step with Slurm's reason instead of waiting for ever
-    (nb2cwl.slurm_queue)."""
+    never start is cancelled and fails its own step with Slurm's reason instead of waiting for
+    ever (nb2cwl.slurm_queue). Every step's polling sees every job of the connector, so the
+    refusal is kept by job and raised when that job's step asks for its result."""
     try:
         from streamflow.core.exception import WorkflowExecutionException
         from streamflow.deployment.connector.queue_manager import SlurmConnector
     except ImportError:
         return
-    running = SlurmConnector._get_running_jobs
+    running, output, returncode = (SlurmConnector._get_running_jobs,
+                                   SlurmConnector._get_output, SlurmConnector._get_returncode)
+    refused: dict[str, str] = {}  # job id -> why Slurm will never start it
 
     @functools.wraps(running)
     async def still_running(self: Any, location: Any) -> Any:
@@ -165,14 +168,25 @@ def _end_jobs_with_their_scripts() -> None:
                                         "PENDING,COMPLETING", "-O", SQUEUE_FORMAT],
             capture_output=True)
         queued = queue_states(str(stdout))
-        refused = [job for job in queued if job.never_starts]
-        if refused:
-            await self._remove_jobs(location, [job.job for job in refused])
-            raise WorkflowExecutionException(refused[0].refusal())
-        completing = {job.job for job in queued if job.completing}
-        return [job for job in jobs if job not in completing]
+        never = [job for job in queued if job.never_starts and job.job not in refused]
+        if never:
+            await self._remove_jobs(location, [job.job for job in never])
+            refused.update({job.job: job.refusal() for job in never})
+        over = {job.job for job in queued if job.completing} | set(refused)
+        return [job for job in jobs if job not in over]
+
+    def refusal_first(method: Any) -> Any:
+        @functools.wraps(method)
+        async def wrapped(self: Any, job_id: str, location: Any) -> Any:
+            if job_id in refused:
+                raise WorkflowExecutionException(refused[job_id])
+            return await method(self, job_id, location)
+
+        return wrapped
 
     SlurmConnector._get_running_jobs = still_running  # type: ignore[method-assign]
+    SlurmConnector._get_output = refusal_first(output)  # type: ignore[method-assign]
+    SlurmConnector._get_returncode = refusal_first(returncode)  # type: ignore[method-assign]
 
 
 def _read_each_tool_once() -> None:

@@ -55,7 +55,7 @@ def engine_cause(log: str) -> str | None:
         text = " ".join(message).strip()
         if text in ("FAILED Workflow execution", ""):
             continue
-        cause = _cleaned(text)
+        cause = _with_its_step(_cleaned(text), log)
         advice = next((what for pattern, what in ADVICE if pattern.search(cause)), None)
         return f"{cause}; {advice}" if advice else cause
     return None
@@ -75,6 +75,17 @@ def _cleaned(text: str) -> str:
         error = re.sub(r"\s+", " ", rest).strip()
         return f"step {step} failed: {error}"
     return re.sub(r"\s+", " ", text)
+
+
+def _with_its_step(cause: str, log: str) -> str:
+    """A Slurm job's refusal (nb2cwl.slurm_queue) with the step whose job it is, from the
+    line where StreamFlow logged the job's id."""
+    refused = re.match(r"Slurm will not start job (\S+):", cause)
+    if refused is None:
+        return cause
+    scheduled = re.search(rf"Scheduled job /(\S+?)/\d+ with job id {re.escape(refused.group(1))}$",
+                          log, re.M)
+    return f"step {scheduled.group(1)} failed: {cause}" if scheduled else cause
 
 
 def missing_library_advice(message: str, python: str) -> str | None:

@@ -6,13 +6,13 @@ StreamFlow polls squeue until a job leaves the queue. Two states need more than 
   up, so the step is over;
 - PENDING for a reason Slurm's own configuration makes permanent. A cluster without
   `EnforcePartLimits` accepts a job its partition can never run (more nodes, cores, memory or
-  time than the partition allows, or features no node has) and leaves it pending for ever,
-  reason `PartitionConfig`, `PartitionTimeLimit` or `BadConstraints`. Sites that set
+  time than the partition allows) and leaves it pending for ever, reason `PartitionConfig` or
+  `PartitionTimeLimit`. Sites that set
   `EnforcePartLimits` refuse such a job at sbatch instead; nb2cwl makes both look the same:
   the job is cancelled and the run fails with Slurm's reason.
 
-A job pending for any other reason (`Resources`, `Priority`, a node that is down) waits, as
-it would in Slurm: it can still start.
+A job pending for any other reason (`Resources`, `Priority`, a node that is down, features
+only drained nodes have: `BadConstraints`) waits, as it would in Slurm: it can still start.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ NEVER_STARTS: dict[str, str] = {
     "PartitionConfig": "it asks for more nodes, cores or memory than partition {partition} "
                        "offers",
     "PartitionTimeLimit": "it asks for more time than partition {partition} allows",
-    "BadConstraints": "no node of partition {partition} has the features it asks for",
 }
 
 

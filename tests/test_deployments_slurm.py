@@ -112,17 +112,21 @@ def test_a_job_the_partition_can_never_run_fails_instead_of_waiting(
     import sys
     import time
 
-    notebook = write_notebook(tmp_path / "wide.ipynb", "print('never runs')")
+    # cell_1's job runs while cell_0's waits for ever: the refusal is cell_0's, whichever
+    # step's polling sees it first
+    notebook = write_notebook(tmp_path / "wide.ipynb", "print('never runs')",
+                              "import time\ntime.sleep(4)\nprint('fits')")
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(tmp_path / "wf"),
-         "--deployment", "slurm", "--resources", "*=nodes=2", "--deployment-file",
-         str(_profile(tmp_path)), "--quiet"], capture_output=True, text=True, timeout=300)
+         "--deployment", "slurm", "--granularity", "cell", "--resources", "cell_0=nodes=2",
+         "--deployment-file", str(_profile(tmp_path)), "--quiet"],
+        capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
     assert time.monotonic() - started < 60
     errors = [line for line in done.stderr.splitlines() if line.startswith("nb2cwl: error:")]
     assert len(errors) == 1, done.stderr[-3000:]
-    assert "Slurm will not start job" in errors[0], errors[0]
+    assert "step cell_0 failed: Slurm will not start job" in errors[0], errors[0]
     assert "reason PartitionConfig" in errors[0] and "partition debug" in errors[0], errors[0]
     assert "Slurm rejected the job: ask for what the partition offers" in errors[0]
     assert "Traceback" not in done.stderr
