@@ -247,7 +247,7 @@ def _profile(args: argparse.Namespace) -> int:
     slowest = sorted(profile["cells"].items(), key=lambda item: -item[1].get("seconds", 0))[:3]
     print(f"wrote {output}: {len(profile['cells'])} cells, {profile['total_seconds']:.1f} s "
           "in all; slowest: " + ", ".join(
-              f"cell {c.get('index')} {c.get('seconds', 0):.2f} s" for _, c in slowest))
+              f"In [{c.get('prompt') or ' '}] {c.get('seconds', 0):.2f} s" for _, c in slowest))
     print(f"use it: nb2cwl run {args.notebook} --profile {output}")
     return 0
 

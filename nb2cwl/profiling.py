@@ -102,7 +102,7 @@ def profile_notebook(path: str, output: str, options: CompileOptions | None = No
 
 def _collect(probed: Any, ids: list[str], name: str) -> dict[str, Any]:
     cells: dict[str, dict[str, Any]] = {}
-    index = 0
+    index = prompt = 0
     for cell in probed.cells:
         if cell.cell_type != "code":
             continue
@@ -119,6 +119,9 @@ def _collect(probed: Any, ids: list[str], name: str) -> dict[str, Any]:
             cells.setdefault(cell_id, {})["seconds"] = round(_seconds(timing), 4)
             cells[cell_id]["index"] = index
             index += 1
+            if "".join(cell.get("source", "")).strip():  # Jupyter's In [n]; a blank cell none
+                prompt += 1
+                cells[cell_id]["prompt"] = prompt
     return {"nb2cwl-profile": 1, "notebook": name, "cells": cells,
             "total_seconds": round(sum(c.get("seconds", 0.0) for c in cells.values()), 3),
             "made": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

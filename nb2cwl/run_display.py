@@ -42,13 +42,13 @@ class RunDisplay:
 
     def update(self, done: int, running: Mapping[str, tuple[str, float, int]]) -> None:
         """The steps done so far, and those running: step -> (where, since, jobs)."""
+        self._began = self._began or bool(running)  # a step ends a moment before it counts
         if self._progress is None or time.monotonic() - self._shown < 0.1:
             return
         self._shown = time.monotonic()
         now = time.time()
         parts = [f"{step}{f' x{jobs}' if jobs > 1 else ''} on {where or 'local'} "
                  f"{now - since:.0f} s" for step, (where, since, jobs) in sorted(running.items())]
-        self._began = self._began or bool(parts)  # a step ends a moment before it counts
         waiting = "waiting for the next step" if done or self._began else "starting the workflow"
         self._progress.update(self._task, completed=done,
                               description=("running " + ", ".join(parts)) if parts else waiting)

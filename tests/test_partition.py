@@ -132,7 +132,9 @@ def test_profile_records_seconds_memory_and_value_sizes(tmp_path, capsys):
     cells = sorted(profile["cells"].values(), key=lambda c: c["index"])
     assert cells[0]["seconds"] >= 0.3 and cells[0]["value_bytes"]["data"] > 1000
     assert cells[0]["peak_memory_mb"] > 10
-    assert "--profile" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "--profile" in printed and "slowest: In [1] 0." in printed  # Jupyter's numbers
+    assert [c["prompt"] for c in cells] == [1, 2]
     mine = tmp_path / "mine.json"
     mine.write_text('{"not": "a profile"}')
     assert main(["profile", path, "-o", str(mine)]) == 1  # never replaces the user's file

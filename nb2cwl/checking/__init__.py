@@ -34,6 +34,7 @@ class CellVerdict:
     loaded: list[str] = field(default_factory=list)  # "var from cell N (step S)"
     known: list[str] = field(default_factory=list)  # what explain knew about the step
     suggestion: str = ""
+    shown: str = ""  # the cell as Jupyter numbers it: "In [3]"
 
 
 @dataclass
@@ -114,9 +115,10 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
     with open(executed, encoding="utf-8") as handle:
         actual = executed_outputs(json.load(handle))
     ids = {view.index: view.cell_id for view in workflow.cells}
-    cells = [_judge(index, ids.get(index, ""), reference[index], actual.get(index),
-                    second.get(index) if second is not None else None, second is not None,
-                    rtol, workflow) for index in sorted(reference)]
+    cells = [replace(_judge(index, ids.get(index, ""), reference[index], actual.get(index),
+                            second.get(index) if second is not None else None,
+                            second is not None, rtol, workflow),
+                     shown=workflow.shown_cells([index])) for index in sorted(reference)]
     report = CheckReport(workflow.notebook_name, cells, rtol, repeat, results,
                          kernel_seconds, workflow_seconds)
     with open(os.path.join(results, REPORT), "w", encoding="utf-8") as handle:
@@ -162,8 +164,8 @@ def _explained(verdict: CellVerdict, workflow: Workflow) -> CellVerdict:
     producers = sorted({i.producer_cell for i in step.inputs if i.producer_cell is not None})
     suggestion = ""
     if producers:
-        cells = ", ".join(str(p) for p in [*producers, verdict.index])
-        suggestion = (f"tag cells {cells} nb2cwl:step=together so they share a step, and "
+        cells = workflow.shown_cells([*producers, verdict.index])
+        suggestion = (f"tag the cells {cells} nb2cwl:step=together so they share a step, and "
                       "please report the difference")
     return replace(verdict, step=step.name, loaded=loaded, known=known, suggestion=suggestion)
 
@@ -175,7 +177,8 @@ def render(report: CheckReport) -> str:
     if report.tolerance is not None:
         lines.append(f"(numbers compared with a relative tolerance of {report.tolerance})")
     for cell in report.cells:
-        lines.append(f"  cell {cell.index:>3} ({cell.cell_id}): {cell.verdict}")
+        named = f"{cell.shown}, id {cell.cell_id}" if cell.shown else cell.cell_id
+        lines.append(f"  cell {cell.index:>3} ({named}): {cell.verdict}")
         if cell.verdict != "differs":
             continue
         lines += [f"      {line}" for line in cell.diff.splitlines()]

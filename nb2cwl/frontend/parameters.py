@@ -72,7 +72,7 @@ def find_parameters(cells: tuple[Cell, ...], notebook: str, notebook_dir: str
     for other in tagged[1:]:
         notes.append(Diagnostic(
             "parameters-cell", "another cell is tagged as the parameters cell; as papermill "
-            f"does, only the first (cell {cell.index}) declares the workflow's inputs",
+            f"does, only the first ({cell.shown}) declares the workflow's inputs",
             Location(notebook, other.index, other.cell_id, prompt=other.prompt), "note"))
     try:
         tree = ast.parse(cell.code)

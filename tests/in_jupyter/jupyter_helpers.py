@@ -83,6 +83,8 @@ def start_lab(home: Path, root: Path, token: str,
         port = probe.getsockname()[1]
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                NB2CWL_RUNS_DIR=str(home / "runs"),
+               # this server's own workspaces: none shared with another test's server
+               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                **jupyter_paths_in(home))  # the extensions, as an install puts them
     if settings is not None:

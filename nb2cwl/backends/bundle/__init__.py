@@ -153,7 +153,7 @@ def export_bundle(workflow: Workflow, compiled: str, output: str,
         write(root / "environment" / "requirements.txt", lock.requirements_text())
         write(root / "environment" / "lock.json", lock.to_text())
         write(root / "environment" / "seeds.json", json.dumps(seeds, indent=1) + "\n")
-        write(root / "environment" / "Dockerfile", dockerfile(lock, tag))
+        write(root / "environment" / "Dockerfile", dockerfile(lock, tag, in_image))
         write(root / MAP, json.dumps(cell_map(workflow, job, run), indent=1) + "\n")
         write(root / "README.md", readme(workflow, lock, seeds, run, (tag, in_image)))
         write_crate(root, describe(workflow, root, options, run))

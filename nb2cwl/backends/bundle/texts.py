@@ -27,13 +27,16 @@ def lock_warnings(lock: EnvironmentLock) -> list[str]:
     return warnings
 
 
-def dockerfile(lock: EnvironmentLock, tag: str) -> str:
+def dockerfile(lock: EnvironmentLock, tag: str, in_image: list[str]) -> str:
+    """The recipe of the bundle's image, `tag`; `in_image`: the docker deployments of
+    streamflow.yml that run their steps in it."""
     header = [
         "Container recipe for the environment of the original run: its Python and the "
         "packages of", "environment/requirements.txt. Build it from the bundle's folder:",
         f"  docker build -t {tag} -f environment/Dockerfile .",
-        "The docker deployments of streamflow.yml run their steps in it, by that tag. Or run "
-        "the whole", "bundle in it:",
+        *([f"The docker deployment{'s' if len(in_image) > 1 else ''} {', '.join(in_image)} of "
+           "streamflow.yml run their steps in it, by that tag."] if in_image else []),
+        "Run the whole bundle in it:",
         f'  docker run --rm -v "$PWD:/bundle" -w /bundle {tag} \\',
         "      streamflow run streamflow.yml --outdir results"]
     return container_recipe(lock, "environment/requirements.txt", header)
