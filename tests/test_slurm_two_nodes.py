@@ -259,12 +259,14 @@ def _workers(cluster: TwoNodeCluster) -> list[int]:
 def _start_long_training(tmp_path: Path, name: str
                          ) -> tuple[list[str], dict[str, str], subprocess.Popen[str]]:
     """Start `nb2cwl run` of a notebook whose training on both nodes lasts about 10 s, after
-    a step of its own that finishes first (the next run reuses it); its command and env."""
+    a step of its own that finishes first (the next run reuses it); its command and env. The
+    training reads that step's `total`, so it waits for it: on two one-CPU nodes Slurm could
+    otherwise start the training first and leave the small step pending until the kill."""
     cells = [DETERMINISTIC_LOOP[0], "total = sum(i * i for i in range(10**6))\nprint(total)",
              *DETERMINISTIC_LOOP[1:-1],
              "import time\nfor epoch in range(30):\n    for xb, yb in dataset:\n"
              "        loss = train_step(xb, yb)\n    time.sleep(0.3)\n"
-             "    print(f'epoch {epoch}: loss {float(loss):.4f}')"]
+             "    print(f'epoch {epoch}: loss {float(loss):.4f}')\nprint('total', total)"]
     notebook = write_notebook(tmp_path / f"{name}.ipynb", *cells)
     command = [sys.executable, "-m", "nb2cwl", "run", str(notebook), "-o", str(tmp_path / "wf"),
                "--deployment", "slurm", "--resources", "@train=nodes=2", "--granularity",
