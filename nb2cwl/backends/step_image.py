@@ -64,13 +64,14 @@ def container_recipe(lock: EnvironmentLock, requirements: str, header: list[str]
     ])
 
 
-def default_tag(workflow: Workflow, lock: EnvironmentLock, base: str | None = None) -> str:
-    """nb2cwl-step-<notebook>:<12 hex digits of the pins and base>: a new tag when either
-    changes."""
+def default_tag(workflow: Workflow, lock: EnvironmentLock, base: str | None = None,
+                kind: str = "step") -> str:
+    """nb2cwl-<kind>-<notebook>:<12 hex digits of the pins and base>: a new tag when either
+    changes (`kind`: "step" for `nb2cwl image`, "bundle" for a bundle's own image)."""
     stem = workflow.notebook_name.rsplit(".", 1)[0].lower()
     name = re.sub(r"[^a-z0-9._-]+", "-", stem).strip("-._") or "notebook"
     digest = hashlib.sha256((lock.requirements_text() + (base or "")).encode()).hexdigest()[:12]
-    return f"nb2cwl-step-{name}:{digest}"
+    return f"nb2cwl-{kind}-{name}:{digest}"
 
 
 def write_step_image(workflow: Workflow, folder: str, base: str | None = None,

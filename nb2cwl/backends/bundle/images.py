@@ -12,13 +12,12 @@ Dockerfile has no CUDA).
 
 from __future__ import annotations
 
-import hashlib
-import re
 from pathlib import Path
 
 from ruamel.yaml import YAML
 
 from nb2cwl.backends.environment_lock import EnvironmentLock
+from nb2cwl.backends.step_image import default_tag
 from nb2cwl.ir.model import Workflow
 
 #: the images the built-in docker profile names (streamflow-configs/docker.yml)
@@ -27,10 +26,7 @@ PROFILE_IMAGES = ("nb2cwl-step:cpu",)
 
 def bundle_tag(workflow: Workflow, lock: EnvironmentLock) -> str:
     """nb2cwl-bundle-<notebook>:<12 hex digits of the lock's requirements>."""
-    stem = workflow.notebook_name.rsplit(".", 1)[0].lower()
-    name = re.sub(r"[^a-z0-9._-]+", "-", stem).strip("-._") or "notebook"
-    digest = hashlib.sha256(lock.requirements_text().encode()).hexdigest()[:12]
-    return f"nb2cwl-bundle-{name}:{digest}"
+    return default_tag(workflow, lock, kind="bundle")
 
 
 def use_bundle_image(root: Path, tag: str) -> tuple[list[str], list[str]]:
