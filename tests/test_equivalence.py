@@ -74,8 +74,13 @@ def test_a_blank_cell_gets_no_number_and_later_counts_are_jupyters(
     notebook.metadata["kernelspec"] = {"name": "python3", "language": "python",
                                        "display_name": "Python 3"}
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in
-                      ["x = 20", "", "   \n", "# only a comment",
-                       "def double(v):\n    return 2 * v", "x + 1", "print(_, double(x))"]]
+                      ["%matplotlib inline\nimport pandas as pd\nimport matplotlib.pyplot as plt",
+                       "", "   \n", "# per-city sales",
+                       "def total(frame):\n    return frame.groupby('city').sales.sum()",
+                       "df = pd.DataFrame({'city': ['a', 'b', 'a'], 'sales': [3, 5, 4]})\n"
+                       "total(df)",
+                       "fig, ax = plt.subplots()\nax.bar(['a', 'b'], total(df).values);",
+                       "print(_, total(df).max())"]]
     path = tmp_path / "blank.ipynb"
     nbformat.write(notebook, path)
     jupyter = nbformat.read(path, as_version=4)
@@ -93,10 +98,10 @@ def test_a_blank_cell_gets_no_number_and_later_counts_are_jupyters(
                                         for o in cell.outputs]) for cell in nb.cells]
 
     assert numbers(ran) == numbers(jupyter)
-    assert [c.execution_count for c in jupyter.cells] == [1, None, None, 2, 3, 4, 5]
+    assert [c.execution_count for c in jupyter.cells] == [1, None, None, 2, 3, 4, 5, 6]
     explained = subprocess.run([sys.executable, "-m", "nb2cwl", "explain", str(path),
                                 "--json"], capture_output=True, text=True, timeout=300)
     import json
 
     prompts = [c["prompt"] for c in json.loads(explained.stdout)["cells"]]
-    assert prompts == [1, None, None, 2, 3, 4, 5]  # In [n] in every reason and view
+    assert prompts == [1, None, None, 2, 3, 4, 5, 6]  # In [n] in every reason and view
