@@ -95,3 +95,43 @@ def test_a_step_with_its_own_value_for_what_an_import_set_runs_on_its_own(
     assert forkserver._acceptable(request, runtime, ("sklearn",), before)
     request["env"]["KMP_INIT_AT_FORK"] = "TRUE"  # the step's own: a fresh import keeps it
     assert not forkserver._acceptable(request, runtime, ("sklearn",), before)
+
+
+@pytest.mark.parametrize("cells, expected", [
+    (["%matplotlib inline\nimport numpy as np\nimport pandas as pd", "x = 1"],
+     ("numpy", "pandas")),
+    (["import numpy as np\n%load_ext autoreload\nimport pandas as pd"], ("numpy",)),
+    (["%%time\nimport numpy as np"], ()),
+    (["", "import numpy as np", "# a comment\nfrom sklearn.ensemble import RandomForestClassifier",
+      "import pandas as pd\nprint(1)"], ("numpy", "sklearn.ensemble", "pandas")),
+])
+def test_the_early_read_agrees_with_the_compiled_list(
+        tmp_path: Path, cells: list[str], expected: tuple[str, ...]) -> None:
+    """The step server's early list comes from the notebook's JSON alone (no nbformat, no
+    IPython); where it can tell, it is the compiled workflow's, from IPython's transformation
+    (a difference only costs the server a restart: StepServer.preloading)."""
+    from nb2cwl.analysis.preload import notebook_preload
+    from nb2cwl.frontend.reader import read_notebook
+
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(c) for c in cells]
+        + [nbformat.v4.new_markdown_cell("# Results")]), path)
+    assert notebook_preload(str(path)) == expected
+    compiled = preloadable(c.code for c in read_notebook(str(path)).cells if c.is_code)
+    assert compiled == expected
+    (tmp_path / "broken.ipynb").write_text("{")
+    assert notebook_preload(str(tmp_path / "broken.ipynb")) == ()
+
+
+def test_where_the_early_read_cannot_tell_it_preloads_less(tmp_path: Path) -> None:
+    """An indented cell: IPython runs it dedented, Python alone cannot parse it; the early
+    list stops there, and the server restarts with the compiled one."""
+    from nb2cwl.analysis.preload import notebook_preload
+    from nb2cwl.frontend.reader import read_notebook
+
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("  import numpy")]),
+                   path)
+    assert notebook_preload(str(path)) == ()
+    assert preloadable(c.code for c in read_notebook(str(path)).cells if c.is_code) == ("numpy",)

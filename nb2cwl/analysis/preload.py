@@ -13,20 +13,63 @@ own first cell.
 from __future__ import annotations
 
 import ast
+import json
+import re
 from collections.abc import Iterable
 
 from nb2cwl.analysis import knowledge as kb
 
+#: `%matplotlib inline` on a line of its own, and the call IPython turns it into
+_MATPLOTLIB_LINE = re.compile(r"%matplotlib\b")
+_MATPLOTLIB_CALL = "get_ipython().run_line_magic('matplotlib', '')"
+
 
 def notebook_preload(path: str, content: str | None = None) -> tuple[str, ...]:
-    """`preloadable` for the notebook at `path` (`content`: its editor's copy), read with the
-    front end alone: what a step server may import while the notebook compiles. () when the
-    notebook cannot be read (compiling says why)."""
+    """`preloadable` for the notebook at `path` (`content`: the file of its editor's copy):
+    what a step server may import while the notebook compiles. () when the notebook cannot be
+    read (compiling says why).
+
+    A notebook's cells are read from its JSON as they are, without nbformat and IPython (a
+    quarter of a second of imports, on the path to the step server's start): `%matplotlib`
+    is the one magic `preloadable` passes over, any other magic ends the list there, and so
+    does code Python cannot parse. The compiled workflow's list (`Workflow.preload`,
+    from IPython's own transformation) decides: `StepServer.preloading` starts the server
+    again where the two differ. A script is read with the front end (jupytext).
+    """
+    if content is None and not path.lower().endswith(".ipynb"):
+        return _front_end_preload(path)
+    try:
+        with open(content or path, encoding="utf-8") as handle:
+            cells = json.load(handle)["cells"]
+        codes = [_source(cell) for cell in cells if cell.get("cell_type") == "code"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return ()
+    return preloadable(_as_python(code) for code in codes)
+
+
+def _as_python(code: str) -> str:
+    """A cell's code with `%matplotlib` as IPython's call, and cut at any other magic or
+    shell line (a call there: code runs, the list ends)."""
+    lines = code.splitlines()
+    for number, line in enumerate(lines):
+        if _MATPLOTLIB_LINE.match(line):
+            lines[number] = _MATPLOTLIB_CALL
+        elif line.startswith(("%", "!")):
+            return "\n".join([*lines[:number], "get_ipython()"])
+    return "\n".join(lines)
+
+
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _front_end_preload(path: str) -> tuple[str, ...]:
     from nb2cwl.errors import Nb2CwlError
     from nb2cwl.frontend.reader import read_notebook
 
     try:
-        notebook = read_notebook(path, content)
+        notebook = read_notebook(path)
     except Nb2CwlError:
         return ()
     return preloadable(cell.code for cell in notebook.cells if cell.is_code)
