@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import re
 import socket
-import time
 from pathlib import Path
 
 import pytest
@@ -94,9 +93,4 @@ def test_a_scattered_loops_chunks_run_in_containers_of_their_own(
                for p in places), places
     config = (tmp_path / "wf" / "streamflow.yml").read_text()
     assert "docker-chunk1" in config and "docker-chunk2" in config
-    # StreamFlow stops them at the end; dockerd removes a stopped `--rm` container just after
-    deadline = time.monotonic() + 15
-    while (left := docker_engine.docker("ps", "-aq").stdout.strip()) and \
-            time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert left == "", docker_engine.docker("ps", "-a").stdout
+    assert docker_engine.containers_left() == ""

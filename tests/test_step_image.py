@@ -63,7 +63,7 @@ def test_a_failed_build_shows_dockers_cause(docker_engine: DockerEngine, tmp_pat
                               "status 1)"), errors[0]
     assert "Traceback" not in done.stderr
     # the failed step's container is removed (the stop tests find the engine empty)
-    assert docker_engine.docker("ps", "-aq").stdout.split() == []
+    assert docker_engine.containers_left() == ""
 
 
 def _base_with_the_pins(engine: DockerEngine, pins: Path, folder: Path) -> str:
@@ -114,7 +114,7 @@ def test_a_built_image_runs_the_notebooks_steps(docker_engine: DockerEngine,
     cells = [c for c in json.loads(executed.read_text())["cells"] if c["cell_type"] == "code"]
     assert "".join(cells[1]["outputs"][0]["text"]) == "[1, 2, 3]\n"
     assert cells[2]["outputs"][0]["data"]["text/plain"] == "{'total': 6}"
-    assert docker_engine.docker("ps", "-aq").stdout.split() == []
+    assert docker_engine.containers_left() == ""
 
 
 @pytest.mark.parametrize(("stdout", "stderr", "cause"), [

@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,17 @@ class DockerEngine:
     def docker(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """Run the docker client against this engine."""
         return run(["docker", *args], timeout=timeout, env={**os.environ, "DOCKER_HOST": self.host})
+
+    def containers_left(self, within: float = 15) -> str:
+        """`docker ps -a` of the containers still on the engine after waiting up to `within`
+        seconds for none ("" then). StreamFlow stops a run's containers at its end, and
+        dockerd removes a stopped `--rm` container just after, not at once."""
+        deadline = time.monotonic() + within
+        while self.docker("ps", "-aq").stdout.strip():
+            if time.monotonic() > deadline:
+                return self.docker("ps", "-a").stdout
+            time.sleep(0.5)
+        return ""
 
 
 def _cache_dir() -> Path:
