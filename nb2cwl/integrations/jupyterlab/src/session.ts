@@ -20,6 +20,14 @@ import {
   type Nb2cwlApi,
   type RunMode
 } from './api';
+import {
+  cellView,
+  graphStep,
+  type ICellView,
+  type ICellViewState,
+  stepOf,
+  stepsOf
+} from './cell_view';
 import type { IRunEvent } from './events';
 import {
   CELL_STATUSES,
@@ -32,25 +40,7 @@ import {
 } from './run_progress';
 import { cellsNotShowing } from './shown_run';
 
-export { CELL_STATUSES, type CellStatus, type IStepRunState };
-
-/** What a cell badge shows. */
-export interface ICellView {
-  cellId: string;
-  step: string | null;
-  deployment: string | null;
-  where: string | null;
-  status: CellStatus;
-  stale: boolean;
-  /** Seconds, live while running. */
-  elapsed: number | null;
-  shard: number | null;
-  shards: number | null;
-  shardsDone: number | null;
-  warnings: string[];
-  /** Why the plan reruns (or reuses) the cell's step. */
-  reason: string | null;
-}
+export { CELL_STATUSES, type CellStatus, type ICellView, type IStepRunState };
 
 /** How a run was asked for, to run it again. */
 export interface IRunRequestMemo {
@@ -203,7 +193,7 @@ export class NotebookSession implements IDisposable {
 
   /** The graph's step of that name. */
   graphStep(name: string): IGraphStep | undefined {
-    return this._graph?.steps.find(step => step.name === name);
+    return graphStep(this._viewState(), name);
   }
 
   /** The number of steps of the followed run, and how many have finished. */
@@ -216,38 +206,12 @@ export class NotebookSession implements IDisposable {
    * graph (a scattered loop's cell has a split, a map and a gather step).
    */
   stepsOf(cellId: string): string[] {
-    const fromRun = this._progress.cellSteps.get(cellId);
-    if (fromRun && fromRun.length > 0) {
-      return fromRun;
-    }
-    const fromGraph = (this._graph?.steps ?? [])
-      .filter(step => step.cells.includes(cellId))
-      .map(step => step.name);
-    if (fromGraph.length > 0) {
-      return fromGraph;
-    }
-    const step = this._graph?.cells[cellId]?.step;
-    return step ? [step] : [];
+    return stepsOf(this._viewState(), cellId);
   }
 
   /** The step a cell's badge names: the one running, else the last one that ran, else the graph's. */
   stepOf(cellId: string): string | null {
-    const steps = this.stepsOf(cellId);
-    const states = this._progress.steps;
-    const running = steps.find(n => states.get(n)?.status === 'running');
-    if (running) {
-      return running;
-    }
-    if (this.isRunActive) {
-      const started = steps.filter(n => {
-        const status = states.get(n)?.status;
-        return status !== undefined && status !== 'queued';
-      });
-      if (started.length > 0) {
-        return started[started.length - 1];
-      }
-    }
-    return this._graph?.cells[cellId]?.step ?? steps[steps.length - 1] ?? null;
+    return stepOf(this._viewState(), cellId);
   }
 
   /** Live seconds of a step, or its final elapsed time. */
@@ -257,58 +221,7 @@ export class NotebookSession implements IDisposable {
 
   /** Everything a cell's badge shows. */
   cellView(cellId: string): ICellView {
-    const steps = this.stepsOf(cellId);
-    const stepName = this.stepOf(cellId);
-    const graphStep = stepName ? this.graphStep(stepName) : undefined;
-    const stale = this._stale.has(cellId);
-    // The followed run's state of the cell, else what an earlier run left
-    // (a "selected" run leaves the other cells alone).
-    // (none where a reopened notebook does not show the run's results)
-    const part = this._notShown.has(cellId)
-      ? null
-      : (this._progress.cellPart(cellId, steps) ??
-        this._previous.get(cellId) ??
-        null);
-    const runStatus = part?.status ?? null;
-
-    let status: CellStatus;
-    if (
-      runStatus &&
-      this.isRunActive &&
-      this._progress.cellPart(cellId, steps)
-    ) {
-      status = runStatus;
-    } else if (stale && this._plan?.last_run) {
-      status = 'stale';
-    } else {
-      status = runStatus ?? 'idle';
-    }
-
-    const planStep = this._plan?.steps.find(
-      s =>
-        (stepName !== null && s.name === stepName) || s.cells.includes(cellId)
-    );
-    const mapState = steps
-      .map(name => this._progress.steps.get(name))
-      .find(s => s?.shards);
-    const mapGraph = steps
-      .map(name => this.graphStep(name))
-      .find(s => s?.shards);
-    const shards = mapState?.shards ?? mapGraph?.shards ?? null;
-    return {
-      cellId,
-      step: stepName,
-      deployment: graphStep?.deployment ?? (this._run?.deployment || null),
-      where: part?.where ?? null,
-      status,
-      stale,
-      elapsed: part?.elapsed ?? null,
-      shard: mapState?.shard ?? null,
-      shards,
-      shardsDone: mapState ? mapState.shardsDone.size : null,
-      warnings: this._graph?.cells[cellId]?.warnings ?? [],
-      reason: planStep?.reason ?? graphStep?.reason ?? null
-    };
+    return cellView(this._viewState(), cellId);
   }
 
   /** The graph status of a step: the followed run's, else an earlier run's. */
@@ -597,6 +510,19 @@ export class NotebookSession implements IDisposable {
   }
 
   // ---- private -----------------------------------------------------------
+
+  private _viewState(): ICellViewState {
+    return {
+      graph: this._graph,
+      plan: this._plan,
+      progress: this._progress,
+      previous: this._previous,
+      notShown: this._notShown,
+      stale: this._stale,
+      runActive: this.isRunActive,
+      runDeployment: this._run?.deployment || null
+    };
+  }
 
   private _onRunEvent(event: IRunEvent): void {
     const run = this._run as IRun;
