@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import queue
 import re
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,12 +15,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nb2cwl.backends.naming import (
     EXECUTED_SUFFIX,
     HASH_SEED,
-    RUNTIME_PACKAGE,
-    RUNTIME_SOURCE,
     executed_name,
 )
 from nb2cwl.engine import NO_KUBERNETES_ENV, PARENT_ENV
@@ -41,8 +38,6 @@ from nb2cwl.runtime.cache import ENV as CACHE_ENV
 from nb2cwl.runtime.cache import REFRESH_ENV as CACHE_REFRESH_ENV
 from nb2cwl.runtime.cache import RERUN_CELLS_ENV
 from nb2cwl.runtime.forkclient import SERVER_ENV
-from nb2cwl.runtime.forkserver import PARENT_ENV as SERVER_PARENT_ENV
-from nb2cwl.scratch import scratch_folder
 from nb2cwl.step_cache import CACHE_DIR
 from nb2cwl.stopping import (
     RUN_ENV,
@@ -54,6 +49,9 @@ from nb2cwl.stopping import (
     start_time,
     stop_run,
 )
+
+if TYPE_CHECKING:
+    from nb2cwl.step_server import StepServer
 
 _DISK_FULL = re.compile(r"No space left on device|database or disk is full|Disk quota exceeded")
 _SCHEDULED = re.compile(r"Scheduled job \S+ with job id (\S+)")
@@ -244,79 +242,6 @@ def may_use_kubernetes(deployments: list[str | None], files: list[str | None]) -
         except OSError:
             return True
     return False
-
-
-class StepServer:
-    """The run's step server (runtime/forkserver.py): local steps start as its warm children
-    instead of fresh interpreters, about 0.2 s sooner each.
-
-    Its socket lives in a private folder (0700) of its own; the steps learn the path from
-    NB2CWL_STEP_SERVER, which only `nb2cwl run` sets. It carries the run's token like every
-    process of the run, so stopping the run stops it and its children too.
-
-    It runs its own copy of the runtime, in that folder, so that it can start (and import the
-    notebook's libraries) while the notebook compiles; it serves the steps of a workflow whose
-    runtime copy has the same files.
-    """
-
-    def __init__(self) -> None:
-        self.directory = scratch_folder("steps")
-        self.path = os.path.join(self.directory, "server")
-        self.process: subprocess.Popen[bytes] | None = None
-        self.preload: tuple[str, ...] = ()
-        self._started_with: tuple[str, dict[str, str], str | None] | None = None
-
-    def start(self, python: str, env: dict[str, str],
-              preload: tuple[str, ...] = (), beside: str | None = None) -> None:
-        """Start it with the steps' interpreter; it imports the libraries `preload` names
-        (Workflow.preload) once for every step, except one a file or folder of the same name
-        beside the notebook (`beside`) would shadow."""
-        executable = shutil.which(python, path=env.get("PATH"))
-        if executable is None:  # the steps will say so themselves
-            return
-        env = {k: v for k, v in env.items() if k not in (SERVER_ENV, PARENT_ENV)}
-        self.preload = preload
-        self._started_with = (python, env, beside)
-        if beside is not None:
-            preload = tuple(name for name in preload
-                            if not os.path.exists(os.path.join(beside, name + ".py"))
-                            and not os.path.exists(os.path.join(beside, name)))
-        env[SERVER_PARENT_ENV] = str(os.getpid())  # killed before the server started: it exits
-        runtime = os.path.join(self.directory, RUNTIME_PACKAGE)
-        if not os.path.isdir(runtime):
-            os.mkdir(runtime)
-            for source in sorted(RUNTIME_SOURCE.glob("*.py")):
-                shutil.copyfile(source, os.path.join(runtime, source.name))
-        self.process = subprocess.Popen(
-            [executable, "-m", f"{RUNTIME_PACKAGE}.forkserver", self.path, *preload],
-            cwd=self.directory,
-            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True)
-
-    def preloading(self, preload: tuple[str, ...]) -> None:
-        """Make sure it imports exactly `preload` (the compiled workflow's): start it again
-        when it was started early with other libraries, or not at all."""
-        if self._started_with is None or self.preload == preload:
-            return
-        python, env, beside = self._started_with
-        self._end()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
-        self.start(python, env, preload, beside)
-
-    def stop(self) -> None:
-        """Stop it (its children have ended with the run) and remove its folder."""
-        self._end()
-        shutil.rmtree(self.directory, ignore_errors=True)
-
-    def _end(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
 
 
 def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,

@@ -20,9 +20,9 @@ from nb2cwl.stopping import Stopped
 
 if TYPE_CHECKING:
     from nb2cwl.ir.model import Workflow
-    from nb2cwl.launch import StepServer
     from nb2cwl.parameter_values import RunValues
     from nb2cwl.run_events import RunEvents
+    from nb2cwl.step_server import StepServer
 
 
 def run_command(args: argparse.Namespace, options: CompileOptions, out_dir: str) -> int:
@@ -32,10 +32,10 @@ def run_command(args: argparse.Namespace, options: CompileOptions, out_dir: str)
     from nb2cwl.errors import OptionError, RunInterrupted
     from nb2cwl.kept_runs import ENV as KEEP_ENV
     from nb2cwl.kept_runs import parse_keep, prune_runs
-    from nb2cwl.launch import StepServer
     from nb2cwl.run_events import RunEvents
     from nb2cwl.scratch import remove_stale, scratch_folder
     from nb2cwl.step_cache import LIMIT_ENV, apply_limit, parse_size
+    from nb2cwl.step_server import take_step_server
 
     remove_stale()  # what killed runs left
     # the steps' own events tell each step's outcome (reused, failed) and where it runs, for
@@ -54,7 +54,7 @@ def run_command(args: argparse.Namespace, options: CompileOptions, out_dir: str)
         keep = parse_keep(kept) if kept else None
     except ValueError as exc:
         raise OptionError(f"--keep-runs: {exc}") from None
-    server = StepServer()
+    server = take_step_server()  # the standby's, warm, in a long-lived process
     work = scratch_folder("work")  # StreamFlow's folders of the local steps (nb2cwl.scratch)
     try:
         return _run_with(args, options, out_dir, server, events, work)

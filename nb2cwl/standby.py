@@ -4,13 +4,16 @@ StreamFlow's start-up on its path.
 
 `python -m nb2cwl.standby` imports what compiling needs, compiles a small notebook once (astroid
 builds its model of the builtins), and starts a warm StreamFlow engine (nb2cwl.engine) that
-imports StreamFlow meanwhile. Then it waits for one request on stdin, a JSON line:
+imports StreamFlow meanwhile, and a warm step server (nb2cwl.step_server) that imports
+the steps' runtime and IPython: the run gives it the notebook's libraries to import. Then it
+waits for one request on stdin, a JSON line:
 
     {"argv": ["run", NOTEBOOK, ...], "cwd": FOLDER, "log": FILE}
 
 and becomes that `nb2cwl run`: its output goes to FILE, it works in FOLDER, and it exits with
 the run's status, exactly as the command would. On EOF instead (its owner stopped, or died) it
-exits at once, and so does its engine, which then never ran anything: nothing is left behind.
+exits at once, and so do its engine and step server, which then never ran anything: nothing
+is left behind.
 """
 
 from __future__ import annotations
@@ -32,15 +35,20 @@ def serve() -> None:
     from nb2cwl.imports import skip_unused_imports
 
     skip_unused_imports()
-    from nb2cwl import cli
+    from nb2cwl import cli, step_server
     from nb2cwl.launch import Engine, keep_warm
+    from nb2cwl.options import CompileOptions
 
     engine = Engine(warm=True)  # StreamFlow's import overlaps with the warm-up below
+    server = step_server.StepServer()  # and the step server's (the runtime and IPython)
+    server.start_warm(CompileOptions().python, engine.env)
     keep_warm(engine)
+    step_server.keep_warm(server)
     _warm_up()
     line = sys.stdin.readline()
     if not line.strip():  # no run will come
         engine.stop()
+        server.stop()
         sys.exit(0)
     request = json.loads(line)
     log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

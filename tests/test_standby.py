@@ -69,7 +69,7 @@ def test_a_run_becomes_the_standby_and_another_is_made_ready(tmp_path: Path) -> 
         store.prepare()
         standby = store.standby
         assert standby is not None
-        assert _until(lambda: len(_children(standby.pid)) == 1)  # its engine, waiting
+        assert _until(lambda: len(_children(standby.pid)) == 2)  # engine and step server
         run = store.start(RunRequest(str(notebook), "nb.ipynb"))
         assert run.meta["standby"] is True and run.meta["pid"] == standby.pid
         assert store.wait(run, 180) == "done", Path(run.log_path).read_text()[-3000:]
@@ -85,29 +85,61 @@ def test_a_run_becomes_the_standby_and_another_is_made_ready(tmp_path: Path) -> 
         store.close()
 
 
-def test_closing_the_store_leaves_no_process(tmp_path: Path) -> None:
-    store = RunStore(str(tmp_path / "runs"))
-    store.prepare()
-    standby = store.standby
-    assert standby is not None and _until(lambda: len(_children(standby.pid)) == 1)
-    (engine,) = _children(standby.pid)
-    store.close()
-    assert standby.poll() is not None
-    assert _until(lambda: not _alive(engine), 30)
-    store.prepare()  # a closed store makes no other
-    assert store.standby is None
+def _step_server(pid: int) -> int:
+    (server,) = [child for child in _children(pid)
+                 if b"forkserver" in Path(f"/proc/{child}/cmdline").read_bytes()]
+    return server
 
 
-def test_a_killed_standby_takes_its_engine_along(tmp_path: Path) -> None:
+def test_the_standby_runs_the_steps_from_its_warm_step_server(tmp_path: Path) -> None:
+    """The step server the standby started before the run (the runtime and IPython imported)
+    is given the notebook's libraries and forks the run's steps: a cell's parent is that
+    server."""
+    notebook = tmp_path / "nb.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import os\nimport numpy as np"),
+        nbformat.v4.new_code_cell("print(os.getppid(), np.arange(3).sum())")])
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python",
+                                 "display_name": "Python 3"}
+    nbformat.write(nb, str(notebook))
     store = RunStore(str(tmp_path / "runs"))
     try:
         store.prepare()
         standby = store.standby
-        assert standby is not None and _until(lambda: len(_children(standby.pid)) == 1)
-        (engine,) = _children(standby.pid)
+        assert standby is not None and _until(lambda: len(_children(standby.pid)) == 2)
+        server = _step_server(standby.pid)
+        run = store.start(RunRequest(str(notebook), "nb.ipynb", granularity="cell"))
+        assert store.wait(run, 180) == "done", Path(run.log_path).read_text()[-3000:]
+        cells = json.loads(Path(run.executed_notebook()).read_text())["cells"]
+        assert cells[1]["outputs"][0]["text"] == f"{server} 3\n"
+        assert _until(lambda: not _alive(server), 30)  # stopped with its run
+    finally:
+        store.close()
+
+
+def test_closing_the_store_leaves_no_process(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path / "runs"))
+    store.prepare()
+    standby = store.standby
+    assert standby is not None and _until(lambda: len(_children(standby.pid)) == 2)
+    children = _children(standby.pid)
+    store.close()
+    assert standby.poll() is not None
+    assert _until(lambda: not any(_alive(child) for child in children), 30)
+    store.prepare()  # a closed store makes no other
+    assert store.standby is None
+
+
+def test_a_killed_standby_takes_its_engine_and_step_server_along(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path / "runs"))
+    try:
+        store.prepare()
+        standby = store.standby
+        assert standby is not None and _until(lambda: len(_children(standby.pid)) == 2)
+        children = _children(standby.pid)  # its engine and its step server
         os.kill(standby.pid, signal.SIGKILL)
         standby.wait()
-        assert _until(lambda: not _alive(engine), 30)
+        assert _until(lambda: not any(_alive(child) for child in children), 30)
         notebook = _notebook(tmp_path / "nb.ipynb")  # the next run starts cold instead
         run = store.start(RunRequest(str(notebook), "nb.ipynb"))
         assert "standby" not in run.meta

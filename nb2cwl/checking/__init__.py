@@ -71,9 +71,10 @@ def check_notebook(path: str, out_dir: str, options: CompileOptions, repeat: boo
     from nb2cwl.api import compile_to_directory
     from nb2cwl.backends.naming import TIMINGS_FILE
     from nb2cwl.engine_database import repair_database
-    from nb2cwl.launch import CACHE_DIR, Engine, StepServer, run_workflow
+    from nb2cwl.launch import CACHE_DIR, Engine, run_workflow
     from nb2cwl.runtime.timings import ENV as TIMINGS_ENV
     from nb2cwl.scratch import WORKDIR_ENV, scratch_folder
+    from nb2cwl.step_server import StepServer
 
     started = time.monotonic()
     workflow, _ = compile_to_directory(path, out_dir, options)

@@ -39,6 +39,11 @@ MAX_REQUEST = 16 * 1024 * 1024
 _PR_SET_PDEATHSIG = 1
 
 
+#: In place of the libraries: they come later, as one JSON list on stdin (a server started
+#: before its run is known, by a long-lived process: nb2cwl.standby).
+LATER = "--preload-later"
+
+
 def serve(path: str, preload: tuple[str, ...] = ()) -> None:
     """Listen on `path`, warm up (importing the notebook's libraries `preload`), then fork a
     child for every request until SIGTERM."""
@@ -47,6 +52,8 @@ def serve(path: str, preload: tuple[str, ...] = ()) -> None:
     listener.listen(128)
     _die_with_parent()
     _warm_up()
+    if preload == (LATER,):
+        preload = _libraries_sent()
     before = dict(os.environ)
     if not _preload(preload):
         preload = ("?",)  # something showed: the steps run on their own (see _acceptable)
@@ -125,6 +132,18 @@ def _warm_up() -> None:
         from . import kernel_shell
 
         kernel_shell.warm_up()
+
+
+def _libraries_sent() -> tuple[str, ...]:
+    """The libraries to preload, once they are sent; exit at once on EOF (no run came)."""
+    line = sys.stdin.readline()
+    if not line.strip():
+        sys.exit(0)
+    sys.stdin.close()
+    names = json.loads(line)
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return ("?",)  # not understood: the steps run on their own
+    return tuple(names)
 
 
 def _preload(modules: tuple[str, ...]) -> bool:

@@ -299,15 +299,16 @@ async def test_runs_start_from_a_standby_that_stops_with_the_server(
         await asyncio.sleep(0.1)
     waiting = extension.store.standby
     assert waiting is not None and waiting.pid != first.pid
-    while not _children(waiting.pid) and time.monotonic() < deadline:
+    while len(_children(waiting.pid)) < 2 and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-    engines = _children(waiting.pid)  # its StreamFlow, started and waiting too
-    assert len(engines) == 1
+    children = _children(waiting.pid)  # its StreamFlow and its step server, waiting too
+    assert len(children) == 2
     await extension.stop_extension()
     assert waiting.poll() is not None
-    while any(os.path.exists(f"/proc/{pid}") for pid in engines) and time.monotonic() < deadline:
+    while any(os.path.exists(f"/proc/{pid}") for pid in children) and \
+            time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-    assert not any(os.path.exists(f"/proc/{pid}") for pid in engines)
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in children)
 
 
 def _children(pid: int) -> list[int]:
