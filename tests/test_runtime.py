@@ -420,3 +420,28 @@ def test_a_warning_shown_again_after_the_filters_change_is_kept():
                      "    warnings.warn('careful')\n", "<cell>", "exec"), namespace)
     outputs = capture.replay(warnings_once.shown_once(cap.events))
     assert [o["text"].count("UserWarning: careful") for o in outputs] == [3]
+
+
+def test_a_setting_that_cannot_be_replayed_is_named_as_jupyter_numbers_it(
+        step_streams: None, capsys: pytest.CaptureFixture[str]) -> None:
+    from nb2cwl.runtime.settings import SettingsReplay
+
+    setting = {"key": "1:0", "cell": 1, "shown": "In [2]", "owners": [""], "requires": [],
+               "code": "import os\nos.environ['NB2CWL_TEST_SETTING'] = undefined_name"}
+    SettingsReplay([setting], {}, {}).before_cell(2)
+    assert "nb2cwl: could not replay the setting of In [2] (import os): NameError" in \
+        capsys.readouterr().err
+
+
+def test_a_steps_replayed_settings_name_their_cells_as_jupyter_does(tmp_path: Path) -> None:
+    from nb2cwl.api import compile_notebook
+    from nb2cwl.backends.step_scripts import step_spec
+    from nb2cwl.options import CompileOptions
+
+    path = tmp_path / "nb.ipynb"
+    notebook(path, ["import os", "", "os.environ['NB2CWL_MODE'] = 'fast'",
+                    "print(os.environ['NB2CWL_MODE'])"])
+    workflow = compile_notebook(str(path), CompileOptions(granularity="cell"))
+    last = workflow.steps[-1]
+    settings = step_spec(workflow, last)["settings"]
+    assert [s["shown"] for s in settings] == ["In [2]"], settings

@@ -135,8 +135,8 @@ def _replayed_settings(workflow: Workflow, step: Step) -> list[dict]:
     """Settings of earlier cells outside the step, replayed before the cells that follow."""
     inside = {cell.index for cell in step.cells}
     last = step.cells[-1].index
-    return [{"key": s.key, "cell": s.cell_index, "code": s.code, "owners": list(s.owners),
-             "requires": list(s.requires)}
+    return [{"key": s.key, "cell": s.cell_index, "shown": workflow.shown_cells([s.cell_index]),
+             "code": s.code, "owners": list(s.owners), "requires": list(s.requires)}
             for s in workflow.settings if s.cell_index < last and s.cell_index not in inside]
 
 

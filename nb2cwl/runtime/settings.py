@@ -77,7 +77,8 @@ class SettingsReplay:
                     replay(key)
                 exec(compile(setting["code"], f"<cell {setting['cell']}>", "exec"), scratch)
         except Exception as exc:  # the cells still run; the log says what differs
-            sys.stderr.write(f"nb2cwl: could not replay the setting of cell {setting['cell']} "
+            shown = setting.get("shown") or f"cell {setting['cell']}"  # In [n], as Jupyter
+            sys.stderr.write(f"nb2cwl: could not replay the setting of {shown} "
                              f"({setting['code'].splitlines()[0][:80]}): "
                              f"{type(exc).__name__}: {exc}\n")
 
