@@ -27,7 +27,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from nb2cwl.backends.chunk_containers import chunk_targets, first_target
-from nb2cwl.backends.resources import describe, parse_resources
+from nb2cwl.backends.connector_settings import add_values, needs_target
+from nb2cwl.backends.resources import parse_resources
 from nb2cwl.errors import BackendError, Diagnostic, Location
 from nb2cwl.ir.model import Resources, Step, Workflow
 from nb2cwl.options import CompileOptions
@@ -61,10 +62,6 @@ _BROKEN: dict[str, dict[str, str]] = {
               "contentCache": "the schema rejects it",
               "queriesPerSecond": "it crashes StreamFlow's validation"},
 }
-# added to a GPU step's container when the deployment says nothing (NCCL needs shared memory)
-DOCKER_GPU_DEFAULTS: dict[str, Any] = {"shmSize": 2 << 30,
-                                       "ulimit": ["memlock=-1", "stack=67108864"]}
-HELM_SERVICE = "worker"
 # deployment settings that name files: made absolute, relative to the file defining them
 _PATH_KEYS = ("chart", "kubeconfig", "file", "yamlValues", "envFile", "labelFile", "sshKey",
               "passwordFile", "sshKeyPassphraseFile", "caFile", "certFile", "keyFile",
@@ -171,7 +168,7 @@ def plan_deployments(workflow: Workflow, options: CompileOptions) -> DeploymentP
 
     default = default_deployment(options)
     notebook = Location(workflow.notebook_name)
-    root = _variant(deployment(default, "--deployment", notebook), Resources(), plan,
+    root = needs_target(deployment(default, "--deployment", notebook), Resources(), plan,
                     "the default", notebook)
     plan.bindings.append({"step": "/", "target": root})
     for step in workflow.steps:
@@ -179,13 +176,13 @@ def plan_deployments(workflow: Workflow, options: CompileOptions) -> DeploymentP
         where = Location(workflow.notebook_name, first.index, first.cell_id)
         name = step.target or default
         who = f"step {step.name} ({_source(step, options, default)})"
-        target = _variant(deployment(name, who, where), step.resources, plan,
+        target = needs_target(deployment(name, who, where), step.resources, plan,
                           f"step {step.name}", where)
         target = chunk_targets(step, target, plan.deployments, options.chunks)
         if target != root:
             plan.bindings.append({"step": f"/{step.name}", "target": target})
     name = assemble_target(options)
-    target = _variant(deployment(name, "--target for step assemble", notebook), Resources(),
+    target = needs_target(deployment(name, "--target for step assemble", notebook), Resources(),
                       plan, "step assemble", notebook)
     if target != root:
         plan.bindings.append({"step": f"/{ASSEMBLE}", "target": target})
@@ -311,131 +308,13 @@ def _customised(found: Deployment, options: CompileOptions) -> Deployment:
                                    "Chart.yaml) or a packaged chart (.tgz)")
             deployment.config["chart"] = str(chart.resolve())
         if options.image:
-            _add_values(deployment.config, {"image": options.image})
+            add_values(deployment.config, {"image": options.image})
             if deployment.gpu:
                 deployment.gpu.pop("image", None)
     if deployment.type == "helm3":
         raise BackendError(f"deployment {deployment.name} ({deployment.origin}): the helm3 "
                            "connector of StreamFlow 0.2.0rc3 rejects 'chart'; use type: helm")
     return deployment
-
-
-def _variant(deployment: Deployment, needs: Resources, plan: DeploymentPlan, who: str,
-             where: Location) -> dict[str, Any]:
-    """Add the deployment (or its variant for `needs`) to the plan; return the binding target."""
-    kind = deployment.type
-    if needs.nodes > 1 and kind not in ("slurm", "helm", "helm4"):
-        raise BackendError(f"{who} asks for {needs.nodes} nodes, but deployment "
-                           f"{deployment.name} ({kind}) runs on one machine; bind it to a Slurm "
-                           "deployment", where)
-    if kind == "slurm":
-        return _slurm(deployment, needs, plan)
-    if kind == "docker":
-        return _docker(deployment, needs, plan)
-    if kind in ("helm", "helm4", "kubernetes"):
-        return _pods(deployment, needs, plan, who, where)
-    plan.deployments.setdefault(deployment.name, deployment.entry)
-    if kind == "local" and needs.cores and needs.cores > (os.cpu_count() or 1):
-        plan.diagnostics.append(Diagnostic(
-            "resources-exceed-local", f"{who} needs {needs.cores} cores but this machine has "
-            f"{os.cpu_count()}; StreamFlow will wait for them forever on deployment "
-            f"{deployment.name}", where))
-    elif kind != "local" and (needs.gpus or needs.cores or needs.memory_mb):
-        plan.diagnostics.append(Diagnostic(
-            "resources-not-configured", f"{who} needs {describe(needs)}; nb2cwl writes these "
-            f"into the CWL ResourceRequirement only, not into the {kind} connector settings of "
-            f"deployment {deployment.name}", where))
-    target: dict[str, Any] = {"deployment": deployment.name}
-    if deployment.service:
-        target["service"] = deployment.service
-    return target
-
-
-def _slurm(deployment: Deployment, needs: Resources, plan: DeploymentPlan) -> dict[str, Any]:
-    services = deployment.config.get("services") or {}
-    base = deployment.service or ("default" if "default" in services else None)
-    if base is not None and base not in services:
-        raise BackendError(f"deployment {deployment.name} ({deployment.origin}): service "
-                           f"{base!r} named by nb2cwl.service is not among its services")
-    entry = plan.deployments.setdefault(deployment.name, deployment.entry)
-    if needs.is_default:
-        return {"deployment": deployment.name, **({"service": base} if base else {})}
-    name = f"{base or 'nb2cwl'}-{describe(needs)}"
-    service = copy.deepcopy(services.get(base, {})) if base else {}
-    if needs.gpus:
-        service.update(copy.deepcopy(deployment.gpu or {}))  # e.g. the GPU partition
-    if needs.cores:
-        service["cpusPerTask"] = needs.cores
-    if needs.memory_mb:
-        service["mem"] = f"{needs.memory_mb}M"
-    if needs.gpus:
-        service["gres"] = f"gpu:{needs.gpus}"
-        service.pop("gpus", None)
-    if needs.nodes > 1:
-        service["nodes"] = str(needs.nodes)
-        service["ntasksPerNode"] = 1
-    entry["config"].setdefault("services", {})[name] = service
-    return {"deployment": deployment.name, "service": name}
-
-
-def _docker(deployment: Deployment, needs: Resources, plan: DeploymentPlan) -> dict[str, Any]:
-    if needs.is_default:
-        plan.deployments.setdefault(deployment.name, deployment.entry)
-        return {"deployment": deployment.name}
-    name = f"{deployment.name}-{describe(needs)}"
-    if name not in plan.deployments:
-        entry = copy.deepcopy(deployment.entry)
-        config = entry["config"]
-        if needs.gpus:
-            config.update(copy.deepcopy(
-                deployment.gpu if deployment.gpu is not None else DOCKER_GPU_DEFAULTS))
-            config["gpus"] = str(needs.gpus)
-        if needs.cores:
-            config["cpus"] = needs.cores
-        if needs.memory_mb:
-            config["memory"] = needs.memory_mb * 1024 * 1024
-        plan.deployments[name] = entry
-    return {"deployment": name}
-
-
-def _pods(deployment: Deployment, needs: Resources, plan: DeploymentPlan, who: str,
-          where: Location) -> dict[str, Any]:
-    service = deployment.service or HELM_SERVICE
-    name = deployment.name
-    if needs.is_default:
-        plan.deployments.setdefault(name, deployment.entry)
-    elif deployment.type == "kubernetes":
-        plan.deployments.setdefault(name, deployment.entry)
-        plan.diagnostics.append(Diagnostic(
-            "resources-not-configured", f"{who} needs {describe(needs)}; write the requests "
-            f"into the manifests of kubernetes deployment {name}", where))
-    else:
-        name = f"{deployment.name}-{describe(needs)}"
-        if name not in plan.deployments:
-            entry = copy.deepcopy(deployment.entry)
-            values: dict[str, Any] = {}
-            if needs.gpus:
-                values.update(deployment.gpu or {})
-                values["gpus"] = needs.gpus
-            if needs.cores:
-                values["resources.cpu"] = needs.cores
-            if needs.memory_mb:
-                values["resources.memory"] = f"{needs.memory_mb}Mi"
-            if needs.nodes > 1:
-                values["replicas"] = needs.nodes
-            _add_values(entry["config"], values)
-            plan.deployments[name] = entry
-    target: dict[str, Any] = {"deployment": name, "service": service}
-    if needs.nodes > 1:
-        target["locations"] = needs.nodes
-    return target
-
-
-def _add_values(config: dict[str, Any], values: dict[str, Any]) -> None:
-    """Append chart values to commandLineValues (helm --set; the later value wins)."""
-    pairs = [f"{k}={v}" for k, v in values.items()]
-    existing = config.get("commandLineValues")
-    config["commandLineValues"] = ",".join(([existing] if existing else []) + pairs)
 
 
 def _check_broken(deployment: Deployment) -> None:

@@ -35,6 +35,15 @@ from nb2cwl.passes.batch_kinds.program import Program, names_read
 from nb2cwl.passes.batch_kinds.replica_code import ReplicaCode
 from nb2cwl.passes.batch_kinds.scope import Scope
 from nb2cwl.passes.batch_kinds.unit import Unit
+from nb2cwl.passes.training_syntax import (
+    assigned_line,
+    enclosing_loop,
+    enclosing_loop_in,
+    local_names,
+    nodes_of,
+    parent_map,
+    reads_before_assignment,
+)
 
 
 def prepare_training(workflow: Workflow, scale_learning_rate: bool = False) -> Workflow:
@@ -155,14 +164,14 @@ def _distribute_step_calls(program: Program, unit: Unit, body: list[ast.stmt],
                                     else None)
     if function is None:
         raise Unsafe(f"{name} is not a function defined in the notebook")
-    parents = _parents(body)
-    calls = [n for n in _walk(body) if isinstance(n, ast.Call)
+    parents = parent_map(body)
+    calls = [n for n in nodes_of(body) if isinstance(n, ast.Call)
              and isinstance(n.func, ast.Name) and n.func.id == name]
     if not calls:
         raise Unsafe(f"the cell does not call {name} directly")
     replicas = ReplicaCode(program, set(), where=program.where)
     for call in calls:
-        loop = _enclosing_loop(call, parents)
+        loop = enclosing_loop(call, parents)
         if loop is None:
             raise Unsafe(f"{name} is called outside a loop at "
                          f"{program.where(unit, call.lineno)}: there are "
@@ -214,9 +223,9 @@ def _lift_batch_body(program: Program, unit: Unit, body: list[ast.stmt],
                      lifted: list[tuple[int, str]]) -> str:
     loop, first, last = _inline_loop(body, lambda line: program.where(unit, line))
     segment = loop.body[first:last + 1]
-    for node in _walk(segment):
+    for node in nodes_of(segment):
         if isinstance(node, (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom,
-                             ast.Await)) and _enclosing_loop_in(node, segment) is None:
+                             ast.Await)) and enclosing_loop_in(node, segment) is None:
             raise Unsafe(f"{program.where(unit, node.lineno)}: `{ast.unparse(node)}` between "
                          "the GradientTape and the optimizer update leaves the loop (or the "
                          "function); nb2cwl lifts that code into a function of its own")
@@ -229,8 +238,8 @@ def _lift_batch_body(program: Program, unit: Unit, body: list[ast.stmt],
                      "on its tape")
     # what the lifted function reads that the enclosing function (or, at the top level, the
     # segment itself: an accumulator) binds goes in as an argument
-    enclosing_locals = _locals(enclosing) if enclosing is not None else scope.local_names
-    reads = _reads_before_assignment(segment)
+    enclosing_locals = local_names(enclosing) if enclosing is not None else scope.local_names
+    reads = reads_before_assignment(segment)
     parameters = [n for n in reads if n in batch or n in enclosing_locals]
     outside = _names_read_outside(unit, segment, enclosing, step, program)
     returned = [n for n in sorted(scope.local_names) if n in outside]
@@ -238,7 +247,7 @@ def _lift_batch_body(program: Program, unit: Unit, body: list[ast.stmt],
     for name in returned:
         kind = scope.kinds.get(name, U)
         if kind == U:
-            set_at = program.where(unit, _assigned_line(segment, name))
+            set_at = program.where(unit, assigned_line(segment, name))
             raise Unsafe(f"`{name}`, set at {set_at} of the "
                          "per-batch code, is used afterwards, and nb2cwl cannot tell how it "
                          "depends on the batch")
@@ -278,7 +287,7 @@ def _inline_loop(body: list[ast.stmt], where: Callable[[int], str]
                  ) -> tuple[ast.For | ast.While, int, int]:
     """The loop whose body records the tape and applies the update; the indices of the first
     and last statements of that body the replicas run."""
-    for loop in _walk(body):
+    for loop in nodes_of(body):
         if not isinstance(loop, (ast.For, ast.While)):
             continue
         tapes = [i for i, s in enumerate(loop.body) if isinstance(s, ast.With) and any(
@@ -288,8 +297,8 @@ def _inline_loop(body: list[ast.stmt], where: Callable[[int], str]
             and n.func.attr in ("apply_gradients", "apply") for n in ast.walk(s))]
         if tapes and updates and updates[-1] >= tapes[0]:
             return loop, tapes[0], updates[-1]
-        if any(_is_tape(n) for n in _walk(loop.body) if isinstance(n, ast.Call)) and not any(
-                isinstance(n, (ast.For, ast.While)) for n in _walk(loop.body)):
+        if any(_is_tape(n) for n in nodes_of(loop.body) if isinstance(n, ast.Call)) and not any(
+                isinstance(n, (ast.For, ast.While)) for n in nodes_of(loop.body)):
             raise Unsafe(f"the GradientTape of the loop at {where(loop.lineno)} is inside a "
                          "condition or another statement; nb2cwl lifts a tape written "
                          "directly in the batch loop's body")
@@ -373,117 +382,6 @@ def _reads(node: ast.AST, names: set[str]) -> bool:
 # --- names ------------------------------------------------------------------------------------
 
 
-def _walk(body: list[ast.stmt]):
-    """The nodes of `body`, not descending into function or class definitions."""
-    stack = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
-
-
-def _parents(body: list[ast.stmt]) -> dict[int, ast.AST]:
-    parents: dict[int, ast.AST] = {}
-    for node in _walk(body):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-    return parents
-
-
-def _enclosing_loop_in(node: ast.AST, statements: list[ast.stmt]) -> ast.AST | None:
-    """The loop inside `statements` that holds `node`, if any (a break there stays in it)."""
-    parents = _parents(statements)
-    current = parents.get(id(node))
-    while current is not None:
-        if isinstance(current, (ast.For, ast.While)):
-            return current
-        current = parents.get(id(current))
-    return None
-
-
-def _enclosing_loop(node: ast.AST, parents: dict[int, ast.AST]) -> ast.For | ast.While | None:
-    current = parents.get(id(node))
-    while current is not None:
-        if isinstance(current, (ast.For, ast.While)):
-            return current
-        current = parents.get(id(current))
-    return None
-
-
-def _locals(function: ast.FunctionDef) -> set[str]:
-    """The names local to `function`: its parameters and the names it assigns."""
-    names = {a.arg for a in function.args.posonlyargs + function.args.args
-             + function.args.kwonlyargs}
-    names |= {a.arg for a in (function.args.vararg, function.args.kwarg) if a is not None}
-    in_comprehensions = {id(n) for c in _walk(function.body) if isinstance(c, ast.comprehension)
-                         for n in ast.walk(c.target)}
-    for node in _walk(function.body):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)) and \
-                id(node) not in in_comprehensions:
-            names.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names.add(node.name)
-    declared = {n for node in _walk(function.body) if isinstance(node, ast.Global)
-                for n in node.names}
-    return names - declared
-
-
-def _reads_before_assignment(statements: list[ast.stmt]) -> list[str]:
-    """The names `statements` may read before they assign them, in the order first read."""
-    assigned: set[str] = set()
-    reads: list[str] = []
-
-    def read(node: ast.AST) -> None:
-        bound_inside = _comprehension_targets(node)
-        for name in sorted(names_read([node]), key=lambda n: (n.lineno, n.col_offset)):
-            if name.id not in assigned and name.id not in reads and name.id not in bound_inside:
-                reads.append(name.id)
-
-    def bind(target: ast.AST) -> None:
-        assigned.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-
-    def walk(body: list[ast.stmt], definite: bool) -> None:
-        for statement in body:
-            if isinstance(statement, ast.Assign):
-                read(statement.value)
-                for target in statement.targets:
-                    if not isinstance(target, ast.Name):
-                        read(target)
-                    if definite:
-                        bind(target)
-            elif isinstance(statement, ast.AugAssign):
-                read(statement.target if isinstance(statement.target, ast.Name) else statement)
-                read(statement.value)
-            elif isinstance(statement, ast.With):
-                for item in statement.items:
-                    read(item.context_expr)
-                    if item.optional_vars is not None and definite:
-                        bind(item.optional_vars)
-                walk(statement.body, definite)
-            elif isinstance(statement, (ast.If, ast.While)):
-                read(statement.test)
-                walk(statement.body, False)
-                walk(statement.orelse, False)
-            elif isinstance(statement, ast.For):
-                read(statement.iter)
-                bind(statement.target)  # what the body reads of it, it bound first
-                walk(statement.body, False)
-                walk(statement.orelse, False)
-            else:
-                read(statement)
-
-    walk(statements, True)
-    return reads
-
-
-def _comprehension_targets(node: ast.AST) -> set[str]:
-    """The names comprehensions inside `node` bind (their own scope's)."""
-    return {n.id for c in ast.walk(node) if isinstance(c, ast.comprehension)
-            for n in ast.walk(c.target) if isinstance(n, ast.Name)}
-
-
 def _names_read_outside(unit: Unit, segment: list[ast.stmt], enclosing: ast.FunctionDef | None,
                         step: Step, program: Program) -> set[str]:
     """The names read anywhere the lifted code's results may be seen: the rest of the
@@ -495,12 +393,3 @@ def _names_read_outside(unit: Unit, segment: list[ast.stmt], enclosing: ast.Func
     for other in program.units:
         found |= {n.id for n in names_read([other.tree]) if id(n) not in inside}
     return found
-
-
-def _assigned_line(segment: list[ast.stmt], name: str) -> int:
-    for statement in segment:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx,
-                                                                             ast.Store):
-                return node.lineno
-    return segment[0].lineno

@@ -7,13 +7,13 @@ import json
 import os
 import sys
 import time
-import traceback
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import (
     cache,
+    cell_run,
     files,
     live,
     parameters,
@@ -28,10 +28,8 @@ from .capture import OutputCapture
 from .failure import (
     CellFailed,
     ScriptEnded,
-    ends_script,
     mark_failed,
     upstream_failure,
-    user_traceback,
 )
 from .future import compiler_flags as future_flags
 from .settings import SettingsReplay
@@ -156,11 +154,12 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
              raw_parameters: dict[str, Any]) -> int:
     """Run the step's cells (its outputs were not in the cache)."""
     plan = spec.get("training")
-    executor = _executor(spec.get("skipped_magics", []), spec.get("program") == "script")
+    executor = cell_run.make_executor(spec.get("skipped_magics", []),
+                                      spec.get("program") == "script")
     future = spec.get("future", [])  # [cell, feature] of earlier cells
     executor.future([f for cell, f in future if cell < spec["cells"][0]["index"]])
     namespace = executor.namespace
-    sys.argv = _program_argv(spec)
+    sys.argv = cell_run.program_argv(spec)
     trainer: Training | None = None
     _stage_files(spec, args, root)
     run_values = parameters.values(spec, raw_parameters, root)
@@ -220,7 +219,7 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
         with OutputCapture() as early:  # TensorFlow's import prints (C++ logging)
             trainer = _trainer(plan, namespace)  # before any TF op: no value is loaded yet
         if plan is not None and early.events:  # shown by the cell importing it, as in the
-            _EARLY[plan.get("import_cell")] = early.events  # kernel (else by another step)
+            cell_run.EARLY[plan.get("import_cell")] = early.events  # kernel (else by another step)
         with trainer.scope() if trainer is not None else _nothing():
             by_producer: dict[str, list[str]] = {}
             for item in spec.get("inputs", []):
@@ -392,7 +391,7 @@ def _run_role(spec: dict[str, Any], args: Arguments, executor: Executor, out: st
             _run_loop_part(role, cell, spec, args, executor, out, report, replayable)
             continue
         began = time.perf_counter()
-        outputs = _run_cell(cell, executor, spec)
+        outputs = cell_run.run_cell(cell, executor, spec)
         report["cells"].append({"index": cell["index"], "outputs": outputs,
                                 "execution_count": cell["execution_count"],
                                 "seconds": time.perf_counter() - began})
@@ -405,61 +404,12 @@ def _run_loop_part(role: str, cell: dict[str, Any], spec: dict[str, Any], args: 
     """The split, a map or the gather of the scattered loop in `cell`."""
     def run_code(code: str, display: bool) -> tuple[list, float]:
         # the prefix before a loop, or the gather and the rest of the cell after it
-        return _run_piece(cell, code, display, executor, spec)
+        return cell_run.run_piece(cell, code, display, executor, spec)
 
-    filename = executor.cell_file(_raw_source(cell), cell["execution_count"])
+    filename = executor.cell_file(cell_run.raw_source(cell), cell["execution_count"])
     with warnings_once.recording():  # a scattered loop's warnings, shown once (one process)
         skeleton.run_part(role, cell, spec, args, executor.namespace, out, report, replayable,
                           run_code, filename)
-
-
-def _raw_source(cell: dict[str, Any]) -> str:
-    """The cell as the notebook has it (the spec leaves it out where it is the code)."""
-    return cell.get("source", cell["code"])
-
-
-def _program_argv(spec: dict[str, Any]) -> list[str]:
-    """The sys.argv the cells see: `python script.py`'s for a script (the script's name
-    alone), the kernel's for a notebook (ipykernel's launcher and its connection file)."""
-    if spec.get("program") == "script":
-        return [spec["notebook"]]
-    import importlib.util
-
-    found = importlib.util.find_spec("ipykernel_launcher")
-    launcher = found.origin if found is not None and found.origin else "ipykernel_launcher.py"
-    runtime = os.path.join(os.path.expanduser("~"), ".local", "share", "jupyter", "runtime")
-    return [launcher, "-f", os.path.join(runtime, f"kernel-nb2cwl-{os.getpid()}.json")]
-
-
-def _executor(skipped_magics: list[str], script: bool = False) -> Executor:
-    """IPython's own shell where IPython is importable (as in Jupyter), else plain exec."""
-    module = types.ModuleType("__main__")
-    _hints_module()
-    try:
-        from .kernel_shell import create
-    except ImportError as exc:
-        from .plain_shell import PlainExecutor
-
-        sys.stderr.write(f"nb2cwl: IPython cannot be imported here ({exc}): the cells run as "
-                         "plain Python; magics other than a few shell and file ones, and "
-                         "IPython's display formatting, are not available\n")
-        executor = PlainExecutor(module)
-    else:
-        executor = create(module, skipped_magics)
-    executor.script = script  # SystemExit(0) ends a script quietly, as `python` does
-    sys.modules["__main__"] = module
-    return executor
-
-
-def _hints_module() -> None:
-    """`from nb2cwl import parallel_task` works in a step where nb2cwl is not installed."""
-    import importlib.util
-
-    if "nb2cwl" in sys.modules or importlib.util.find_spec("nb2cwl") is not None:
-        return
-    stub = types.ModuleType("nb2cwl")
-    stub.parallel_task = stub.gpu_task = lambda function: function  # type: ignore[attr-defined]
-    sys.modules["nb2cwl"] = stub
 
 
 def _stage_files(spec: dict[str, Any], args: Arguments, root: str) -> None:
@@ -469,75 +419,3 @@ def _stage_files(spec: dict[str, Any], args: Arguments, root: str) -> None:
             files.stage(args.one(f"external-{item['external']}"), item["path"], root)
         else:
             files.stage_tree(args.one(f"files-{item['from']}"), root, item.get("paths"))
-
-
-#: Outputs made before the cells, for the cell whose code made them in the kernel.
-_EARLY: dict[int | None, list[Any]] = {}
-
-
-def _run_cell(cell: dict[str, Any], executor: Executor, spec: dict[str, Any]) -> Any:
-    """Run one cell as the kernel would; its outputs."""
-    count = cell["execution_count"]
-    if count is None:  # a blank cell: Jupyter runs nothing and gives it no number
-        live.cell_event(cell, "done", execution_count=None)
-        return []
-    live.cell_event(cell, "running")
-    with OutputCapture() as capture:
-        capture.events[:0] = _EARLY.pop(cell["index"], [])
-        sender = None
-        if live.active():  # the outputs so far, while the cell runs
-            sender = live.CellOutputs(cell, lambda: capture.outputs)
-            capture.listener = sender.changed
-        ok, error = executor.run_cell(cell, count)
-    if sender is not None:
-        sender.close()
-    if not ok and ends_script(spec, error):
-        raise ScriptEnded(cell, capture.outputs)
-    if not ok:
-        _failed(cell, error, spec, capture, executor.filename_of(count))
-    outputs = capture.outputs
-    live.cell_outputs(cell, outputs)
-    live.cell_event(cell, "done", execution_count=count)
-    return outputs
-
-
-def _run_piece(cell: dict[str, Any], code: str, display: bool, executor: Executor,
-               spec: dict[str, Any]) -> tuple[list, float]:
-    """Run part of a cell; its timed events and duration (laid out on the cell's timeline)."""
-    count = cell["execution_count"]
-    with OutputCapture() as capture:
-        ok, error = executor.run_code(code, display and not cell.get("quiet"), count,
-                                      last=display, source=_raw_source(cell))
-    if not ok:
-        _failed(cell, error, spec, capture, executor.filename_of(count))
-    return capture.events, capture.duration
-
-
-def _failed(cell: dict[str, Any], error: BaseException | None, spec: dict[str, Any],
-            capture: OutputCapture, filename: str) -> None:
-    if isinstance(error, KeyboardInterrupt):
-        raise error
-    message = _failure_message(spec, cell, error, lambda name: name.startswith(filename))
-    failure = CellFailed(cell, error, message, capture.outputs)
-    failure.events, failure.duration = capture.events, capture.duration
-    raise failure from None
-
-
-def _failure_message(spec: dict[str, Any], cell: dict[str, Any], exc: BaseException | None,
-                     in_cell: Callable[[str], bool]) -> str:
-    tb = exc.__traceback__ if exc is not None else None
-    frames = [f for f in traceback.extract_tb(tb) if in_cell(f.filename)]
-    line = frames[-1].lineno if frames else getattr(exc, "lineno", None)
-    if isinstance(exc, SyntaxError):
-        line = exc.lineno
-    where = (f"{spec['notebook']}, cell {cell['index']} (In [{cell['execution_count']}], "
-             f"id {cell['id']})")
-    lines = cell["code"].splitlines()
-    text = ""
-    if line:
-        where += f", line {line}"
-        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-    body = "\n".join(user_traceback(exc)) if exc is not None else ""
-    shown = f"\n    {text}" if text else ""
-    return (f"nb2cwl: step {spec['step']} failed at {where}:{shown}\n"
-            f"{type(exc).__name__}: {exc}\n{body}")
