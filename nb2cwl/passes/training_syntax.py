@@ -30,15 +30,9 @@ def parent_map(body: list[ast.stmt]) -> dict[int, ast.AST]:
     return parents
 
 
-def enclosing_loop_in(node: ast.AST, statements: list[ast.stmt]) -> ast.AST | None:
+def enclosing_loop_in(node: ast.AST, statements: list[ast.stmt]) -> ast.For | ast.While | None:
     """The loop inside `statements` that holds `node`, if any (a break there stays in it)."""
-    parents = parent_map(statements)
-    current = parents.get(id(node))
-    while current is not None:
-        if isinstance(current, (ast.For, ast.While)):
-            return current
-        current = parents.get(id(current))
-    return None
+    return enclosing_loop(node, parent_map(statements))
 
 
 def enclosing_loop(node: ast.AST, parents: dict[int, ast.AST]) -> ast.For | ast.While | None:
