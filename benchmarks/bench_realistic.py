@@ -18,7 +18,10 @@ the run with known costs, the first run's ratio shown beside it.
 - ordered: a loop of 8 items of about 0.5 s each, all drawing from one generator (stays
   sequential).
 
-Usage: python benchmarks/bench_realistic.py [--only NAME ...]
+With `--repeats N` each notebook runs N times each way, interleaved, and the medians are
+compared: on a shared virtual machine a single run's times vary widely.
+
+Usage: python benchmarks/bench_realistic.py [--only NAME ...] [--repeats N]
 """
 
 from __future__ import annotations
@@ -139,6 +142,9 @@ def _workflow(path: Path, out: Path, *options: str) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="run only these notebooks")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="run each notebook N times, both ways, interleaved; the median "
+                             "times are compared (this host's times vary by up to 2x)")
     args = parser.parse_args()
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
     names = [*NOTEBOOKS, "example"]
@@ -154,9 +160,13 @@ def main() -> int:
                 shutil.copyfile(ROOT / "notebooks" / "example.ipynb", path)
             else:
                 _notebook(path, NOTEBOOKS[name])
-            kernel = _kernel(path)
-            first = _workflow(path, folder / "wf")
-            known = _workflow(path, folder / "wf", "--no-cache")
+            kernels, firsts, knowns = [], [], []
+            for _ in range(args.repeats):  # interleaved: the host's drift hits all three
+                shutil.rmtree(folder / "wf", ignore_errors=True)
+                kernels.append(_kernel(path))
+                firsts.append(_workflow(path, folder / "wf"))
+                knowns.append(_workflow(path, folder / "wf", "--no-cache"))
+            kernel, first, known = (statistics.median(t) for t in (kernels, firsts, knowns))
             rows.append((name, kernel, first, known, known / kernel))
     print(f"{'notebook':<14}{'kernel s':>10}{'1st run s':>11}{'ratio':>7}{'costs known s':>15}"
           f"{'ratio':>7}  target")

@@ -58,7 +58,11 @@ def serve() -> None:
     os.dup2(log, 2)
     os.close(log)
     os.chdir(request["cwd"])
-    sys.exit(cli.main(request["argv"]))
+    try:
+        status = cli.main(request["argv"])
+    finally:
+        step_server.stop_warm()  # a run that ended before it took the server (its options)
+    sys.exit(status)
 
 
 def _warm_up() -> None:

@@ -20,6 +20,7 @@ from nb2cwl.runtime.forkclient import SERVER_ENV
 from nb2cwl.runtime.forkserver import LATER
 from nb2cwl.runtime.forkserver import PARENT_ENV as SERVER_PARENT_ENV
 from nb2cwl.scratch import scratch_folder
+from nb2cwl.stopping import RUN_ENV
 
 #: A server started before its run was asked for (nb2cwl.standby), for the next run here.
 _warm: list[StepServer] = []
@@ -28,6 +29,12 @@ _warm: list[StepServer] = []
 def keep_warm(server: StepServer) -> None:
     """`server` (started with `start_warm`) serves this process's next run."""
     _warm[:] = [server]
+
+
+def stop_warm() -> None:
+    """Stop the warm server no run took (the run failed before it started its steps)."""
+    while _warm:
+        _warm.pop().stop()
 
 
 def take_step_server() -> StepServer:
@@ -54,7 +61,8 @@ class StepServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.preload: tuple[str, ...] = ()
         self._started_with: tuple[str, dict[str, str], str | None] | None = None
-        self._waiting: str | None = None  # started warm, its libraries not yet sent: its python
+        # started warm, its libraries not yet sent: its interpreter and run token
+        self._waiting: tuple[str, str | None] | None = None
 
     def start(self, python: str, env: dict[str, str],
               preload: tuple[str, ...] = (), beside: str | None = None) -> None:
@@ -74,9 +82,9 @@ class StepServer:
                             if not os.path.exists(os.path.join(beside, name + ".py"))
                             and not os.path.exists(os.path.join(beside, name)))
         if self._waiting is not None:
-            if self._waiting == executable and self._send(preload):
+            if self._waiting == (executable, env.get(RUN_ENV)) and self._send(preload):
                 return
-            self._end()  # another interpreter, or it died: a new one
+            self._end()  # another interpreter or run (its engine was new), or it died: anew
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
         self._spawn(executable, env, [*preload])
@@ -89,7 +97,7 @@ class StepServer:
             return
         env = {k: v for k, v in env.items() if k not in (SERVER_ENV, PARENT_ENV)}
         self._spawn(executable, env, [LATER])
-        self._waiting = executable
+        self._waiting = (executable, env.get(RUN_ENV))  # the run's token: stop_run finds it
 
     def _spawn(self, executable: str, env: dict[str, str], arguments: list[str]) -> None:
         env = dict(env)

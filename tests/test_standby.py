@@ -98,7 +98,8 @@ def test_the_standby_runs_the_steps_from_its_warm_step_server(tmp_path: Path) ->
     notebook = tmp_path / "nb.ipynb"
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("import os\nimport numpy as np"),
-        nbformat.v4.new_code_cell("print(os.getppid(), np.arange(3).sum())")])
+        nbformat.v4.new_code_cell("import sys\n"
+                                  "print(os.getppid(), np.arange(3).sum(), sys.stdin.closed)")])
     nb.metadata["kernelspec"] = {"name": "python3", "language": "python",
                                  "display_name": "Python 3"}
     nbformat.write(nb, str(notebook))
@@ -111,7 +112,7 @@ def test_the_standby_runs_the_steps_from_its_warm_step_server(tmp_path: Path) ->
         run = store.start(RunRequest(str(notebook), "nb.ipynb", granularity="cell"))
         assert store.wait(run, 180) == "done", Path(run.log_path).read_text()[-3000:]
         cells = json.loads(Path(run.executed_notebook()).read_text())["cells"]
-        assert cells[1]["outputs"][0]["text"] == f"{server} 3\n"
+        assert cells[1]["outputs"][0]["text"] == f"{server} 3 False\n"
         assert _until(lambda: not _alive(server), 30)  # stopped with its run
     finally:
         store.close()
@@ -146,3 +147,36 @@ def test_a_killed_standby_takes_its_engine_and_step_server_along(tmp_path: Path)
         assert store.wait(run, 180) == "done"
     finally:
         store.close()
+
+
+def test_a_warm_step_server_starts_anew_when_packages_changed_meanwhile() -> None:
+    """A package installed (or removed) after the standby's step server started: given its
+    libraries, the server starts again (exec), so the steps see the site as a new process
+    would (.pth files are read only at a start)."""
+    import site
+    import sys
+
+    from nb2cwl.step_server import StepServer
+
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    server = StepServer()
+    server.start_warm("python3", env)
+    folder = site.getsitepackages()[0]  # the steps' interpreter is this one
+    before = os.stat(folder)
+    try:
+        assert server.process is not None
+        pid = server.process.pid
+        assert _until(lambda: os.path.exists(server.path))
+        time.sleep(0.5)  # its site folders are noted right after it listens
+        os.utime(folder, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+        server.start("python3", env, ("json",))
+
+        def arguments() -> list[bytes]:
+            return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+
+        assert _until(lambda: b"--preload-later" not in arguments(), 30), arguments()
+        assert b"json" in arguments() and _alive(pid)
+        assert _until(lambda: os.path.exists(server.path), 30)  # listening again
+    finally:
+        os.utime(folder, ns=(before.st_atime_ns, before.st_mtime_ns))
+        server.stop()

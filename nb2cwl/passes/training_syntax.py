@@ -77,7 +77,7 @@ def reads_before_assignment(statements: list[ast.stmt]) -> list[str]:
     def bind(target: ast.AST) -> None:
         assigned.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
 
-    def nodes_of(body: list[ast.stmt], definite: bool) -> None:
+    def visit(body: list[ast.stmt], definite: bool) -> None:
         for statement in body:
             if isinstance(statement, ast.Assign):
                 read(statement.value)
@@ -94,20 +94,20 @@ def reads_before_assignment(statements: list[ast.stmt]) -> list[str]:
                     read(item.context_expr)
                     if item.optional_vars is not None and definite:
                         bind(item.optional_vars)
-                nodes_of(statement.body, definite)
+                visit(statement.body, definite)
             elif isinstance(statement, (ast.If, ast.While)):
                 read(statement.test)
-                nodes_of(statement.body, False)
-                nodes_of(statement.orelse, False)
+                visit(statement.body, False)
+                visit(statement.orelse, False)
             elif isinstance(statement, ast.For):
                 read(statement.iter)
                 bind(statement.target)  # what the body reads of it, it bound first
-                nodes_of(statement.body, False)
-                nodes_of(statement.orelse, False)
+                visit(statement.body, False)
+                visit(statement.orelse, False)
             else:
                 read(statement)
 
-    nodes_of(statements, True)
+    visit(statements, True)
     return reads
 
 
@@ -118,6 +118,7 @@ def comprehension_targets(node: ast.AST) -> set[str]:
 
 
 def assigned_line(segment: list[ast.stmt], name: str) -> int:
+    """The line of `segment` that assigns `name` (for messages)."""
     for statement in segment:
         for node in ast.walk(statement):
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx,

@@ -124,7 +124,10 @@ def _failed(cell: dict[str, Any], error: BaseException | None, spec: dict[str, A
 
 
 def failure_message(spec: dict[str, Any], cell: dict[str, Any], exc: BaseException | None,
-                     in_cell: Callable[[str], bool]) -> str:
+                    in_cell: Callable[[str], bool]) -> str:
+    """What the step says of a failed cell: where (the notebook, the cell as Jupyter numbers
+    it, the line and its text) and the error with the cell's own frames (`in_cell`: whether a
+    frame's file name is the cell's)."""
     tb = exc.__traceback__ if exc is not None else None
     frames = [f for f in traceback.extract_tb(tb) if in_cell(f.filename)]
     line = frames[-1].lineno if frames else getattr(exc, "lineno", None)

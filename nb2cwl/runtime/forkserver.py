@@ -17,7 +17,11 @@ the `nb2cwl run` that started it (PR_SET_PDEATHSIG), or on SIGTERM.
 With libraries to preload (the notebook's own, which it imports before anything else, see
 nb2cwl/analysis/preload.py), the server imports them too: each step then finds them imported.
 
-Usage: python -m nb2cwl_runtime.forkserver SOCKET_PATH [MODULE ...]
+Started before its run is known (`--preload-later`, by nb2cwl.standby), it reads the modules
+from stdin once warm; should the interpreter's site folders have changed meanwhile (a package
+installed or removed), it starts again (exec) so that the steps see them as a new process would.
+
+Usage: python -m nb2cwl_runtime.forkserver SOCKET_PATH [MODULE ... | --preload-later]
 """
 
 from __future__ import annotations
@@ -51,9 +55,14 @@ def serve(path: str, preload: tuple[str, ...] = ()) -> None:
     listener.bind(path)  # at once: steps that connect early wait in the backlog
     listener.listen(128)
     _die_with_parent()
+    site_then = _site_stamp()
     _warm_up()
     if preload == (LATER,):
         preload = _libraries_sent()
+        if _site_stamp() != site_then:  # installed or removed since: start as a new process
+            listener.close()
+            os.unlink(path)
+            os.execv(sys.executable, [sys.executable, "-m", __spec__.name, path, *preload])
     before = dict(os.environ)
     if not _preload(preload):
         preload = ("?",)  # something showed: the steps run on their own (see _acceptable)
@@ -135,15 +144,36 @@ def _warm_up() -> None:
 
 
 def _libraries_sent() -> tuple[str, ...]:
-    """The libraries to preload, once they are sent; exit at once on EOF (no run came)."""
+    """The libraries to preload, once they are sent; exit at once on EOF (no run came). Then
+    the standard input is /dev/null, as a server started with its libraries has it."""
     line = sys.stdin.readline()
     if not line.strip():
         sys.exit(0)
-    sys.stdin.close()
-    names = json.loads(line)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        names = json.loads(line)
+    except ValueError:
+        return ("?",)
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         return ("?",)  # not understood: the steps run on their own
     return tuple(names)
+
+
+def _site_stamp() -> list[tuple[str, int]]:
+    """The site folders of this interpreter and when each last changed (an install adds or
+    removes entries there, and .pth files are read only when a process starts)."""
+    import site
+
+    folders = [*site.getsitepackages()]
+    if site.ENABLE_USER_SITE:
+        folders.append(site.getusersitepackages())
+    stamp = []
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            stamp.append((folder, os.stat(folder).st_mtime_ns))
+    return stamp
 
 
 def _preload(modules: tuple[str, ...]) -> bool:

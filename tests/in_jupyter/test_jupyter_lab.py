@@ -787,7 +787,7 @@ def test_scatter_shows_shards(page, lab):
     page.wait_run(run_id)
     # the badge ends on the map's shards, all done (drawn at the page's next refresh)
     page.page.wait_for_function(
-        "() => /shard (\\d+)\\/\\1/.test(document.querySelector("
+        "() => /shard (\\d+)\\/\\1\\b/.test(document.querySelector("
         "'[data-testid=nb2cwl-badge]')?.textContent ?? '')", timeout=10_000)
     # the graph: shard progress on the map step only, all shards done
     progress = page.js("""() => [...document.querySelectorAll(
