@@ -70,11 +70,10 @@ class StepServer:
         (Workflow.preload) once for every step, except one a file or folder of the same name
         beside the notebook (`beside`) would shadow. A server started warm (`start_warm`)
         with the same interpreter is given those libraries instead."""
-        executable = shutil.which(python, path=env.get("PATH"))
+        executable, env = _resolved(python, env)
         if executable is None:  # the steps will say so themselves
             self._end()
             return
-        env = {k: v for k, v in env.items() if k not in (SERVER_ENV, PARENT_ENV)}
         self.preload = preload
         self._started_with = (python, env, beside)
         if beside is not None:
@@ -85,17 +84,14 @@ class StepServer:
             if self._waiting == (executable, env.get(RUN_ENV)) and self._send(preload):
                 return
             self._end()  # another interpreter or run (its engine was new), or it died: anew
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
         self._spawn(executable, env, [*preload])
 
     def start_warm(self, python: str, env: dict[str, str]) -> None:
         """Start it before its run is known (a long-lived process's standby run): it imports
         the runtime and IPython now, and the notebook's libraries when `start` names them."""
-        executable = shutil.which(python, path=env.get("PATH"))
+        executable, env = _resolved(python, env)
         if executable is None:
             return
-        env = {k: v for k, v in env.items() if k not in (SERVER_ENV, PARENT_ENV)}
         self._spawn(executable, env, [LATER])
         self._waiting = (executable, env.get(RUN_ENV))  # the run's token: stop_run finds it
 
@@ -133,8 +129,6 @@ class StepServer:
             return
         python, env, beside = self._started_with
         self._end()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
         self.start(python, env, preload, beside)
 
     def stop(self) -> None:
@@ -143,6 +137,7 @@ class StepServer:
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def _end(self) -> None:
+        """Stop the process and remove its socket (a new server binds the same path)."""
         self._waiting = None
         if self.process is not None and self.process.stdin is not None:
             with contextlib.suppress(OSError):
@@ -154,3 +149,12 @@ class StepServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+def _resolved(python: str, env: dict[str, str]) -> tuple[str | None, dict[str, str]]:
+    """The steps' interpreter found on the run's PATH, and the server's environment: the
+    run's, without what only the steps' own processes get."""
+    executable = shutil.which(python, path=env.get("PATH"))
+    return executable, {k: v for k, v in env.items() if k not in (SERVER_ENV, PARENT_ENV)}

@@ -135,3 +135,33 @@ def test_where_the_early_read_cannot_tell_it_preloads_less(tmp_path: Path) -> No
                    path)
     assert notebook_preload(str(path)) == ()
     assert preloadable(c.code for c in read_notebook(str(path)).cells if c.is_code) == ("numpy",)
+
+
+@pytest.mark.streamflow
+@pytest.mark.parametrize("opening", [
+    "%matplotlib inline\nimport numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt",
+    # IPython dedents it; the early read cannot parse it: the server starts again, compiled
+    "  import numpy as np\n  import pandas as pd\n  import matplotlib.pyplot as plt",
+])
+def test_a_data_scientists_notebook_gives_jupyters_outputs_whichever_early_list(
+        tmp_path: Path, opening: str) -> None:
+    """The step server's early list (the notebook's JSON) and the compiled one agree, or the
+    server restarts: either way every cell shows what nbclient shows."""
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(opening),
+        nbformat.v4.new_code_cell("rng = np.random.default_rng(0)\n"
+                                  "sales = pd.DataFrame({'region': rng.choice(['north', 'south'],"
+                                  " 40),\n                      'amount': rng.gamma(2.0, 50.0, "
+                                  "40).round(2)})\nsales.head()"),
+        nbformat.v4.new_code_cell("summary = sales.groupby('region')['amount'].agg(['count', "
+                                  "'mean'])\nprint(summary.round(2))\nsummary"),
+        nbformat.v4.new_code_cell("fig, ax = plt.subplots(figsize=(4, 3))\n"
+                                  "summary['mean'].plot.bar(ax=ax)\nax.set_ylabel('mean amount')"),
+    ])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    source = tmp_path / "sales.ipynb"
+    nbformat.write(nb, source)
+    jupyter = run_with_nbclient(source, tmp_path / "jupyter")
+    workflow, _ = run_with_workflow(source, tmp_path / "workflow", "--granularity", "cell")
+    assert workflow == jupyter

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 
 from nb2cwl.analysis import knowledge as kb
+from nb2cwl.frontend.model import source_text
 
 #: `%matplotlib inline` on a line of its own, and the call IPython turns it into
 _MATPLOTLIB_LINE = re.compile(r"%matplotlib\b")
@@ -41,7 +42,7 @@ def notebook_preload(path: str, content: str | None = None) -> tuple[str, ...]:
     try:
         with open(content or path, encoding="utf-8") as handle:
             cells = json.load(handle)["cells"]
-        codes = [_source(cell) for cell in cells if cell.get("cell_type") == "code"]
+        codes = [source_text(cell) for cell in cells if cell.get("cell_type") == "code"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return ()
     return preloadable(_as_python(code) for code in codes)
@@ -57,11 +58,6 @@ def _as_python(code: str) -> str:
         elif line.startswith(("%", "!")):
             return "\n".join([*lines[:number], "get_ipython()"])
     return "\n".join(lines)
-
-
-def _source(cell: dict) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
 
 
 def _front_end_preload(path: str) -> tuple[str, ...]:

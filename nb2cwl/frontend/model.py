@@ -93,3 +93,9 @@ class Notebook:
         if cell is None:
             return Location(self.name, line=line)
         return Location(self.name, cell.index, cell.cell_id, line, cell.prompt)
+
+
+def source_text(nb_cell: dict) -> str:
+    """A notebook cell's source as one string (nbformat allows a list of lines)."""
+    source = nb_cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)

@@ -12,7 +12,7 @@ import nbformat
 
 from nb2cwl.errors import Location, NotebookFormatError
 from nb2cwl.frontend.magics import convert_cell, own_magics
-from nb2cwl.frontend.model import Cell, Notebook
+from nb2cwl.frontend.model import Cell, Notebook, source_text
 from nb2cwl.frontend.parameters import find_parameters
 from nb2cwl.frontend.parse import check_syntax
 
@@ -40,7 +40,7 @@ def read_notebook(path: str, content: str | None = None) -> Notebook:
     _check_kernel(nb, where)
     prompts: dict[int, int] = {}  # each code cell's In [n] after a Run All in a new kernel
     for index, nb_cell in enumerate(nb.cells):  # a blank one is not run, and gets no number
-        if nb_cell.get("cell_type") == "code" and _source_text(nb_cell).strip():
+        if nb_cell.get("cell_type") == "code" and source_text(nb_cell).strip():
             prompts[index] = len(prompts) + 1
     cells = tuple(_make_cell(nb_cell, index, name, prompts.get(index))
                   for index, nb_cell in enumerate(nb.cells))
@@ -165,15 +165,9 @@ def _check_kernel(nb: nbformat.NotebookNode, where: Location) -> None:
         )
 
 
-def _source_text(nb_cell: dict) -> str:
-    """A cell's source as one string (nbformat allows a list of lines)."""
-    source = nb_cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
-
-
 def _make_cell(nb_cell: nbformat.NotebookNode, index: int, notebook: str,
                prompt: int | None = None) -> Cell:
-    source = _source_text(nb_cell)
+    source = source_text(nb_cell)
     cell_id = str(nb_cell.get("id") or f"cell-{index}")
     metadata = dict(nb_cell.get("metadata", {}))
     tags = tuple(str(t) for t in metadata.get("tags", []) or [])
