@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote
 
+from nb2cwl.backends.naming import RUNTIME_ARCHIVE
 from nb2cwl.errors import BundleError
 from nb2cwl.runtime.checksums import SEAL, SUMS, compare, list_files, parse_sums, sha256_file
 
@@ -136,7 +137,7 @@ def _check_seal(root: Path, sums: dict[str, str]) -> list[str]:
     elif "tools/nb2cwl_verify.cwl" not in (root / "workflow.cwl").read_text(encoding="utf-8"):
         problems.append("workflow.cwl: does not run the check step nb2cwl_verify first")
     seal_digest = sums[SEAL]
-    guard_digest = sums.get("nb2cwl_runtime/checksums.py")
+    guard_digest = sums.get(RUNTIME_ARCHIVE, sums.get("nb2cwl_runtime/checksums.py"))  # (older)
     for rel in sorted(p for p in sums if p.startswith("tools/") and p.endswith(".cwl")):
         text = (root / rel).read_text(encoding="utf-8")
         if seal_digest not in text or (guard_digest is not None and guard_digest not in text):

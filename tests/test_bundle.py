@@ -128,7 +128,7 @@ def test_bundle_holds_everything_to_rerun(ext_bundle: Path, tmp_path: Path) -> N
             "notebook/ext.ipynb", "environment/requirements.txt", "environment/lock.json",
             "environment/seeds.json", "environment/Dockerfile", "README.md",
             "inputs/table.csv", "inputs/data/one.txt", "inputs/data/two.txt",
-            "tools/nb2cwl_verify.cwl", "nb2cwl_runtime/checksums.py"} <= names
+            "tools/nb2cwl_verify.cwl", "nb2cwl_runtime.zip"} <= names
     bundle = _unzip(ext_bundle, tmp_path / "b")
     # job.yml names only files inside the bundle
     job = YAML(typ="safe").load((bundle / "job.yml").read_text())
@@ -302,10 +302,10 @@ def test_crate_loads_with_ro_crate_py(ext_bundle: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("target", "change"), [
     ("steps/cell_0.py", "append"),
-    ("nb2cwl_runtime/values.py", "append"),
+    ("nb2cwl_runtime.zip", "append to values.py"),
     ("inputs/data/one.txt", "append"),
     ("ro-crate-metadata.json", "append"),
-    ("nb2cwl_runtime/__pycache__/step.cpython-311.pyc", "add"),
+    ("steps/__pycache__/cell_0.cpython-311.pyc", "add"),
     ("inputs/table.csv", "delete"),
 ])
 def test_verify_names_the_tampered_file(ext_bundle: Path, tmp_path: Path, target: str,
@@ -318,6 +318,8 @@ def test_verify_names_the_tampered_file(ext_bundle: Path, tmp_path: Path, target
     if change == "append":
         with path.open("a") as handle:
             handle.write("\n# changed\n")
+    elif change.startswith("append to "):
+        _append_in_zip(path, change.removeprefix("append to "), "\n# changed\n")
     elif change == "add":
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"planted")
@@ -392,34 +394,40 @@ def test_a_step_checks_its_files_before_loading_anything(ext_bundle: Path,
     result = subprocess.run(command, capture_output=True, text=True, cwd=ok)
     assert result.returncode == 0, result.stderr
     assert (ok / "nb2cwl-out" / "report.json").is_file()  # the guard ran the step
-    assert not (bundle / "nb2cwl_runtime" / "__pycache__").exists()  # and left it unchanged
+    assert sorted(p.name for p in bundle.rglob("__pycache__")) == []  # and left it unchanged
     sentinel = tmp_path / "ran"
-    cases = {
-        "nb2cwl_runtime/values.py": f"\nopen({str(sentinel)!r}, 'w').close()\n",
-        "steps/cell_0.py": f"\nopen({str(sentinel)!r}, 'w').close()\n",
-        "nb2cwl_runtime/checksums.py": f"\nopen({str(sentinel)!r}, 'w').close()\n",
-        "inputs/table.csv": "5,6\n",
+    planted = f"\nopen({str(sentinel)!r}, 'w').close()\n"
+    cases = {  # (the file changed, and where in it) -> what the step names
+        ("nb2cwl_runtime.zip", "values.py"): "nb2cwl_runtime.zip",
+        ("steps/cell_0.py", ""): "steps/cell_0.py",
+        ("nb2cwl_runtime.zip", "checksums.py"): "nb2cwl_runtime.zip",
+        ("inputs/table.csv", ""): "inputs/table.csv",
     }
-    for target, addition in cases.items():
-        copy = _unzip(ext_bundle, tmp_path / f"t-{target.replace('/', '_')}")
-        with (copy / target).open("a") as handle:
-            handle.write(addition)
-        work = tmp_path / f"w-{target.replace('/', '_')}"
+    for (target, module), named in cases.items():
+        label = f"{target}-{module}".replace("/", "_")
+        copy = _unzip(ext_bundle, tmp_path / f"t-{label}")
+        if module:
+            _append_in_zip(copy / target, module, planted)
+        else:
+            with (copy / target).open("a") as handle:
+                handle.write("5,6\n" if target.endswith(".csv") else planted)
+        work = tmp_path / f"w-{label}"
         work.mkdir()
         result = subprocess.run(_step_command(copy, "cell_0"), capture_output=True, text=True,
                                 cwd=work)
         assert result.returncode == 1, target
-        assert f"{target}: changed" in result.stderr, result.stderr
+        assert f"{named}: changed" in result.stderr, result.stderr
         assert not sentinel.exists() and not (work / "nb2cwl-out").exists(), target
-    # a planted bytecode file in the runtime is refused too
-    copy = _unzip(ext_bundle, tmp_path / "planted")
-    cache = copy / "nb2cwl_runtime" / "__pycache__"
-    cache.mkdir()
-    (cache / "values.cpython-311.pyc").write_bytes(b"planted")
-    result = subprocess.run(_step_command(copy, "cell_0"), capture_output=True, text=True,
-                            cwd=tmp_path)
-    assert result.returncode == 1
-    assert "nb2cwl_runtime/__pycache__/values.cpython-311.pyc: unexpected file" in result.stderr
+
+
+def _append_in_zip(archive: Path, module: str, addition: str) -> None:
+    """Rewrite the runtime's zip with `addition` at the end of its module `module`."""
+    with zipfile.ZipFile(archive) as source:
+        entries = [(entry, source.read(entry)) for entry in source.namelist()]
+    with zipfile.ZipFile(archive, "w") as changed:
+        for entry, data in entries:
+            changed.writestr(entry, data + (addition.encode()
+                                            if entry == f"nb2cwl_runtime/{module}" else b""))
 
 
 # --- StreamFlow runs -------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -138,7 +139,7 @@ def test_figures_and_written_files_are_outputs(tmp_path: Path) -> None:
 
 
 def test_step_can_run_without_nb2cwl_installed(tmp_path: Path) -> None:
-    """The generated runtime package works from its copy alone (nb2cwl not importable)."""
+    """The generated runtime works from the workflow's zip alone (nb2cwl not importable)."""
     import subprocess
 
     path = notebook(tmp_path / "nb.ipynb", ["x = 21", "print(x * 2)"])
@@ -148,7 +149,7 @@ def test_step_can_run_without_nb2cwl_installed(tmp_path: Path) -> None:
     script = tmp_path / "wf" / "steps" / "cell_1.py"
     env = {"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"}
     result = subprocess.run([sys.executable, "-I", "-S", str(script), "--runtime",
-                             str(tmp_path / "wf" / "nb2cwl_runtime")], cwd=work, env=env,
+                             str(tmp_path / "wf" / "nb2cwl_runtime.zip")], cwd=work, env=env,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     report = json.loads((work / "nb2cwl-out" / "report.json").read_text())
@@ -192,6 +193,36 @@ def test_cache_key_counts_plain_arguments(tmp_path: Path, monkeypatch: pytest.Mo
     moved = tmp_path / "elsewhere"
     moved.write_text("1")
     assert cache_key(spec, {"chunk": ["0"], "values": [str(moved)]}) in keys  # content counts
+
+
+def test_cache_key_is_the_same_from_the_workflows_zip_and_from_a_folder(
+        tmp_path: Path) -> None:
+    """A step imports the runtime from the workflow's zip, a step of the server from a folder
+    copy: the key holds the runtime's source either way, so each finds the other's entries;
+    and another runtime's source gives another key."""
+    import subprocess
+
+    from nb2cwl.backends.naming import RUNTIME_ARCHIVE, RUNTIME_SOURCE
+    from nb2cwl.backends.runtime_archive import write_runtime_archive
+
+    write_runtime_archive(tmp_path / RUNTIME_ARCHIVE)
+    folder = tmp_path / "folder" / "nb2cwl_runtime"
+    shutil.copytree(RUNTIME_SOURCE, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    changed = tmp_path / "changed" / "nb2cwl_runtime"
+    shutil.copytree(folder, changed)
+    with open(changed / "values.py", "a") as handle:
+        handle.write("# another version\n")
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import nb2cwl_runtime.cache as c; "
+             "print(c.__file__); print(c.cache_key({'step': 's', 'cells': []}, {'v': ['1']}))")
+    keys = {}
+    for name, path in [("zip", tmp_path / RUNTIME_ARCHIVE), ("folder", folder.parent),
+                       ("changed", changed.parent)]:
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", probe, str(path)],
+                              capture_output=True, text=True, check=True,
+                              env={"NB2CWL_CACHE_DIR": str(tmp_path)})
+        where, keys[name] = done.stdout.split()
+        assert where.startswith(str(path))
+    assert keys["zip"] == keys["folder"] != keys["changed"]
 
 
 @pytest.mark.streamflow

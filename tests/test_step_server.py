@@ -14,13 +14,15 @@ import subprocess
 import sys
 import textwrap
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import default_stop_signals
 
-from nb2cwl.backends.naming import RUNTIME_SOURCE
+from nb2cwl.backends.naming import RUNTIME_ARCHIVE, RUNTIME_SOURCE
+from nb2cwl.backends.runtime_archive import write_runtime_archive
 from nb2cwl.cli import main
 
 # a stand-in for a generated step script: the launcher's shape, with a body the test chooses
@@ -35,7 +37,8 @@ def _main():
 
     argv = sys.argv[1:]
     runtime = argv[argv.index("--runtime") + 1]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(runtime)))
+    runtime = os.path.abspath(runtime)  # a folder's parent, or a workflow's zip itself
+    sys.path.insert(0, runtime if os.path.isfile(runtime) else os.path.dirname(runtime))
     from nb2cwl_runtime.forkclient import run_on_server
 
     status = run_on_server(__file__, argv)
@@ -83,12 +86,12 @@ def _script(workdir: Path, body: str) -> Path:
 
 
 def _start(script: Path, workdir: Path, socket_path: str, *argv: str,
-           **env: str) -> subprocess.Popen:
+           runtime: str = "nb2cwl_runtime", **env: str) -> subprocess.Popen:
     cwd = workdir / "job"
     cwd.mkdir(exist_ok=True)
     environment = dict(os.environ, NB2CWL_STEP_SERVER=socket_path, **env)
     return subprocess.Popen([sys.executable, "-S", str(script), "--runtime",
-                             str(workdir / "nb2cwl_runtime"), *argv], cwd=cwd, env=environment,
+                             str(workdir / runtime), *argv], cwd=cwd, env=environment,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=default_stop_signals)
 
@@ -215,6 +218,31 @@ def test_a_copy_of_the_servers_runtime_elsewhere_is_served(
     served = _start(elsewhere, other, socket_path)
     out, err = served.communicate(timeout=30)
     assert served.returncode == 0 and out == "ran\n", (out, err)
+
+
+def test_a_workflows_zip_of_the_same_runtime_is_served_and_another_is_not(
+        server, workdir: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A compiled workflow gives its steps the runtime as one zip (backends/runtime_archive):
+    the server serves a step whose zip holds its own files, and declines one whose zip holds
+    another version; that step then runs in place, imported from its zip."""
+    _, socket_path = server
+    same = tmp_path_factory.mktemp("zip")
+    write_runtime_archive(same / RUNTIME_ARCHIVE)
+    body = "import nb2cwl_runtime\nprint(nb2cwl_runtime.__file__)\nreturn 0"
+    served = _start(_script(same, body), same, socket_path, runtime=RUNTIME_ARCHIVE)
+    out, err = served.communicate(timeout=30)
+    assert served.returncode == 0 and "ran-in-place" not in out, (out, err)
+    assert RUNTIME_ARCHIVE not in out  # the server's own copy, imported before the fork
+    other = tmp_path_factory.mktemp("other-zip")
+    with zipfile.ZipFile(same / RUNTIME_ARCHIVE) as source, zipfile.ZipFile(
+            other / RUNTIME_ARCHIVE, "w") as changed:
+        for entry in source.namelist():
+            extra = b"# another version\n" if entry.endswith("/step.py") else b""
+            changed.writestr(entry, source.read(entry) + extra)
+    declined = _start(_script(other, body), other, socket_path, runtime=RUNTIME_ARCHIVE)
+    out, err = declined.communicate(timeout=30)
+    assert declined.returncode == 0 and "ran-in-place" in out, (out, err)
+    assert f"{other / RUNTIME_ARCHIVE}/nb2cwl_runtime/__init__.py" in out
 
 
 def _forkservers() -> set[int]:

@@ -79,11 +79,11 @@ def hash_seed_requirement() -> cwl.EnvVarRequirement:
 
 
 def _script_inputs() -> list[cwl.CommandInputParameter]:
-    """The generated script a tool runs, and the runtime package it imports."""
+    """The generated script a tool runs, and the runtime it imports (a zip of its package)."""
     return [
         cwl.CommandInputParameter(id="script", type_="File",
                                   inputBinding=cwl.CommandLineBinding(position=0)),
-        cwl.CommandInputParameter(id="runtime", type_="Directory",
+        cwl.CommandInputParameter(id="runtime", type_="File",
                                   inputBinding=cwl.CommandLineBinding(position=1,
                                                                       prefix="--runtime")),
     ]
@@ -196,7 +196,7 @@ def assemble_tool(workflow: Workflow, python: str,
 def main_workflow(workflow: Workflow) -> cwl.Workflow:
     """The top-level Workflow wiring every step and the assembler."""
     inputs = [
-        cwl.WorkflowInputParameter(id="runtime", type_="Directory"),
+        cwl.WorkflowInputParameter(id="runtime", type_="File"),
         cwl.WorkflowInputParameter(id="notebook", type_="File"),
         cwl.WorkflowInputParameter(id="executed_name", type_="string"),
         cwl.WorkflowInputParameter(id="script_assemble", type_="File"),

@@ -13,7 +13,7 @@ from nb2cwl.ir.model import Workflow
 def job_document(workflow: Workflow, out_dir: str, runtime: str, notebook: str) -> dict[str, Any]:
     """job.yml contents; external input files are referenced where they are, not copied."""
     job: dict[str, Any] = {
-        "runtime": {"class": "Directory", "path": runtime},
+        "runtime": {"class": "File", "path": runtime},
         "notebook": {"class": "File", "path": notebook},
         "executed_name": executed_name(workflow),
         "script_assemble": {"class": "File", "path": "steps/assemble.py"},

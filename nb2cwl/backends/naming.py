@@ -19,6 +19,10 @@ HASH_SEED = "0"
 RUNTIME_PACKAGE = "nb2cwl_runtime"
 #: What every workflow gets a copy of, as RUNTIME_PACKAGE: the code that runs inside a step.
 RUNTIME_SOURCE = Path(__file__).resolve().parent.parent / "runtime"
+#: The runtime as a workflow holds it: one zip file of RUNTIME_PACKAGE's Python files, which a
+#: step imports from (zipimport). One file, not a folder of thirty: StreamFlow registers and
+#: stages every file of a step's inputs, for every step (backends/runtime_archive.py).
+RUNTIME_ARCHIVE = f"{RUNTIME_PACKAGE}.zip"
 #: Each cell's seconds in the folder's last run (nb2cwl.runtime.timings): the next
 #: compilation's costs.
 TIMINGS_FILE = ".nb2cwl-timings.jsonl"

@@ -23,7 +23,7 @@ def _main() -> int:
 
     argv = sys.argv[1:]
     runtime = argv[argv.index("--runtime") + 1]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(runtime)))
+    sys.path.insert(0, os.path.abspath(runtime))  # the runtime's zip (zipimport)
     if {local} and os.environ.get("NB2CWL_STEP_SERVER"):  # nb2cwl run's warm step server
         from {package}.forkclient import run_on_server
 

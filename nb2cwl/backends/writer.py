@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -18,11 +19,12 @@ from nb2cwl.backends.job import job_document
 from nb2cwl.backends.naming import (
     MANIFEST,
     RUN_LOCK,
+    RUNTIME_ARCHIVE,
     RUNTIME_PACKAGE,
-    RUNTIME_SOURCE,
     notebook_file_name,
 )
 from nb2cwl.backends.recovery import recovery_settings
+from nb2cwl.backends.runtime_archive import write_runtime_archive
 from nb2cwl.backends.step_scripts import assemble_script, step_script
 from nb2cwl.backends.streamflow import streamflow_config
 from nb2cwl.errors import OutputExistsError
@@ -110,11 +112,10 @@ def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
              cwl_backend.as_document(cwl_backend.assemble_tool(workflow, python,
                                                                      local("assemble"))))
     put_yaml("workflow.cwl", cwl_backend.as_document(cwl_backend.main_workflow(workflow)))
-    runtime_dir = root / RUNTIME_PACKAGE
-    runtime_dir.mkdir(exist_ok=True)
-    for source in sorted(RUNTIME_SOURCE.glob("*.py")):
-        shutil.copyfile(source, runtime_dir / source.name)
-        written.append(f"{RUNTIME_PACKAGE}/{source.name}")
+    write_runtime_archive(root / RUNTIME_ARCHIVE)
+    written.append(RUNTIME_ARCHIVE)
+    with contextlib.suppress(OSError):  # an earlier nb2cwl's runtime folder, emptied above
+        (root / RUNTIME_PACKAGE).rmdir()
     notebook_copy = f"notebook/{notebook_file_name(workflow)}"
     (root / "notebook").mkdir(exist_ok=True)
     if is_script(workflow.source_path):  # the executed notebook is built from its cells
@@ -122,7 +123,7 @@ def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
     else:
         shutil.copyfile(workflow.source_path, root / notebook_copy)
     written.append(notebook_copy)
-    put_yaml("job.yml", job_document(workflow, out_dir, RUNTIME_PACKAGE, notebook_copy))
+    put_yaml("job.yml", job_document(workflow, out_dir, RUNTIME_ARCHIVE, notebook_copy))
     config = streamflow_config(workflow, "workflow.cwl", "job.yml", deployments)
     config.update(recovery_settings(retries, retry_delay))
     put_yaml("streamflow.yml", config)
@@ -154,7 +155,7 @@ def write_run_files(workflow: Workflow, out_dir: str, fixed: dict[str, Any],
     names: list[str] = []
     configs: list[str] = []
     for suffix, combination in runs:
-        job = job_document(workflow, out_dir, RUNTIME_PACKAGE,
+        job = job_document(workflow, out_dir, RUNTIME_ARCHIVE,
                            f"notebook/{notebook_file_name(workflow)}")
         job.update(job_values(workflow, out_dir, {**fixed, **combination}, base))
         if combination:  # each combination's notebook is named by its swept values

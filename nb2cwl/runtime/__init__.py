@@ -1,5 +1,6 @@
 """Code that runs inside a workflow step. It imports nothing else from nb2cwl.
 
-The package is copied next to the generated workflow as `nb2cwl_runtime`, so a step needs only
-Python and the notebook's own libraries (cloudpickle for general values).
+A generated workflow holds the package as `nb2cwl_runtime.zip`, which its steps import from
+(zipimport), so a step needs only Python and the notebook's own libraries (cloudpickle for
+general values).
 """

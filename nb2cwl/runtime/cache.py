@@ -19,6 +19,8 @@ import shutil
 from collections.abc import Iterator
 from typing import Any
 
+from .sources import own_location, runtime_sources
+
 ENV = "NB2CWL_CACHE_DIR"
 #: Set (nb2cwl run --refresh): every step runs again, and its outputs are kept for later runs.
 REFRESH_ENV = "NB2CWL_CACHE_REFRESH"
@@ -28,7 +30,6 @@ RERUN_CELLS_ENV = "NB2CWL_RERUN_CELLS"
 #: Variables that change what a step computes without changing its code or inputs: how many
 #: replicas a training step's strategy has (the replicas' batches sum in another order).
 STRATEGY_ENV = ("NB2CWL_CPU_REPLICAS", "NB2CWL_LOCAL_WORKERS", "CUDA_VISIBLE_DEVICES")
-_RUNTIME = os.path.dirname(os.path.abspath(__file__))
 
 
 def cache_key(spec: dict[str, Any], args: dict[str, list[str]],
@@ -44,10 +45,9 @@ def cache_key(spec: dict[str, Any], args: dict[str, list[str]],
         stable["plan"] = {k: v for k, v in spec["plan"].items()  # the same results either
                           if k != "item_seconds"}  # way, and they vary from run to run
     digest.update(json.dumps(stable, sort_keys=True, default=str).encode())
-    for name in sorted(os.listdir(_RUNTIME)):
-        if name.endswith(".py"):
-            digest.update(name.encode())
-            _file(os.path.join(_RUNTIME, name), digest)
+    for name, source in sorted((runtime_sources(own_location()) or {}).items()):
+        digest.update(name.encode())
+        digest.update(source)
     for key in sorted(args):
         if key == "runtime":
             continue

@@ -38,6 +38,8 @@ import sys
 import threading
 from typing import Any
 
+from .sources import runtime_sources
+
 HEADER = struct.Struct("!I")  # the request's length, before its JSON
 MAX_REQUEST = 16 * 1024 * 1024
 _PR_SET_PDEATHSIG = 1
@@ -269,25 +271,14 @@ _COMPARED: dict[str, bool] = {}
 
 def _same_runtime(theirs: str, mine: str) -> bool:
     """The step's runtime is this server's, or a copy of it: the same Python files, byte for
-    byte (the workflow's copy, when the server started from its own while it compiled)."""
+    byte (the workflow's zip, when the server started from its own folder while it
+    compiled)."""
     if theirs == mine:
         return True
     if theirs not in _COMPARED:  # one workflow's copy: compared once
-        ours, others = _sources(mine), _sources(theirs)
-        _COMPARED[theirs] = ours is not None and ours == others
+        ours = runtime_sources(mine)
+        _COMPARED[theirs] = ours is not None and ours == runtime_sources(theirs)
     return _COMPARED[theirs]
-
-
-def _sources(folder: str) -> dict[str, bytes] | None:
-    try:
-        names = sorted(name for name in os.listdir(folder) if name.endswith(".py"))
-        contents = {}
-        for name in names:
-            with open(os.path.join(folder, name), "rb") as handle:
-                contents[name] = handle.read()
-        return contents
-    except OSError:
-        return None
 
 
 def _close(conn: socket.socket, fds: list[int]) -> None:
@@ -343,7 +334,8 @@ def _become_step(conn: socket.socket, request: dict[str, Any], fds: list[int],
     sys.argv = [script, *request["argv"]]
     # as `python3 SCRIPT` has it, and the launcher then adds the runtime's folder first
     sys.path[0] = os.path.dirname(os.path.abspath(script))
-    sys.path.insert(0, os.path.dirname(os.path.abspath(request["runtime"])))
+    runtime = os.path.abspath(request["runtime"])  # the workflow's zip (or a folder)
+    sys.path.insert(0, runtime if os.path.isfile(runtime) else os.path.dirname(runtime))
     threading.Thread(target=_watch_step_process, args=(conn,), daemon=True).start()
     import runpy
 

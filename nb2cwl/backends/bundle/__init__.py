@@ -12,11 +12,12 @@ Integrity, in two layers:
 - `CHECKSUMS.sha256` lists the sha256 of every file (`sha256sum -c` reads it). `nb2cwl verify`
   checks it before it reads anything else.
 - At run time, without `nb2cwl verify`: every tool's command carries the sha256 of
-  `nb2cwl_runtime/checksums.py` and of the seal `nb2cwl-seal.json`, the sha256 of every file
-  the steps read. A one-line bootstrap in the command checks `checksums.py` before executing
-  it; `checksums.guard` checks the seal, then the step's own files, and only then runs the
-  step's script. A first step, `nb2cwl_verify`, checks every file of the seal and every other
-  step waits for it, so a changed file stops the run before any cell runs.
+  the runtime's zip `nb2cwl_runtime.zip` and of the seal `nb2cwl-seal.json`, the sha256 of
+  every file the steps read. A one-line bootstrap in the command checks the zip before it
+  executes the zip's `checksums.py`; `checksums.guard` checks the seal, then the step's own
+  files, and only then runs the step's script. A first step, `nb2cwl_verify`, checks every
+  file of the seal and every other step waits for it, so a changed file stops the run before
+  any cell runs.
 
 One module per concept: `names` (the bundle's file names and shared constants), `files` (small
 file helpers), `copying` (the compiled files, the inputs, deployment files), `sealing` (the

@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ruamel.yaml import YAML
 
 from nb2cwl.backends.bundle.names import INPUTS
-from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE
+from nb2cwl.backends.naming import RUNTIME_ARCHIVE, RUNTIME_PACKAGE
 from nb2cwl.backends.writer import MANIFEST
 from nb2cwl.errors import BundleError, OutputExistsError
 from nb2cwl.ir.model import Workflow
@@ -44,9 +45,18 @@ def copy_compiled(compiled: Path, root: Path) -> None:
         target = root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(compiled / rel, target)
-    if not (root / RUNTIME_PACKAGE / "checksums.py").is_file():
-        raise BundleError(f"the compiled workflow has no {RUNTIME_PACKAGE}/checksums.py: "
-                          "reinstall nb2cwl")
+    if not _holds_guard(root / RUNTIME_ARCHIVE):
+        raise BundleError(f"the compiled workflow has no {RUNTIME_ARCHIVE} holding "
+                          f"{RUNTIME_PACKAGE}/checksums.py: compile it again with this nb2cwl")
+
+
+def _holds_guard(archive: Path) -> bool:
+    """The runtime's zip holds the bundle's checking code (checksums.py)."""
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            return f"{RUNTIME_PACKAGE}/checksums.py" in zipped.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
 
 
 def copy_inputs(workflow: Workflow, job: dict[str, Any], root: Path) -> None:

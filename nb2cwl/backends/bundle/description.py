@@ -27,8 +27,7 @@ from nb2cwl.backends.bundle.names import (
 )
 from nb2cwl.backends.bundle.original_run import Run
 from nb2cwl.backends.crate import CrateDescription, CrateFile, Parameter, RunRecord
-from nb2cwl.backends.naming import notebook_file_name
-from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE
+from nb2cwl.backends.naming import RUNTIME_ARCHIVE, notebook_file_name
 from nb2cwl.ir.model import Workflow
 
 if TYPE_CHECKING:
@@ -100,8 +99,9 @@ def _crate_file(rel: str, notebook: str) -> CrateFile:
     if rel.startswith("steps/"):
         return CrateFile(rel, f"step script {base}", "the cells and definitions one step runs",
                          "code")
-    if rel.startswith(f"{RUNTIME_PACKAGE}/"):
-        return CrateFile(rel, f"step runtime: {base}", "the runtime every step imports", "code")
+    if rel == RUNTIME_ARCHIVE:
+        return CrateFile(rel, "step runtime", "the runtime every step imports (its Python "
+                         "files, zipped)", "code")
     if rel.startswith("notebook/"):
         return CrateFile(rel, base, "the source notebook")
     if rel.startswith(f"{INPUTS}/"):

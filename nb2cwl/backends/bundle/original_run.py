@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from nb2cwl.backends.bundle.files import load_yaml
 from nb2cwl.backends.bundle.names import CHECK_REPORT, OUTPUTS, PROVENANCE
-from nb2cwl.backends.step_scripts import RUNTIME_PACKAGE
+from nb2cwl.backends.naming import RUNTIME_ARCHIVE
 from nb2cwl.backends.writer import MANIFEST
 from nb2cwl.errors import BundleError
 
@@ -93,8 +93,8 @@ def _copy_check_report(out: Path, root: Path) -> None:
 def _same_workflow(out: Path, compiled: Path) -> None:
     listed = json.loads((compiled / MANIFEST).read_text(encoding="utf-8"))["files"]
     for rel in listed:
-        if not (rel in ("workflow.cwl", "streamflow.yml")
-                or rel.startswith(("steps/", f"{RUNTIME_PACKAGE}/", "notebook/"))):
+        if not (rel in ("workflow.cwl", "streamflow.yml", RUNTIME_ARCHIVE)
+                or rel.startswith(("steps/", "notebook/"))):
             continue
         theirs = out / rel
         if not theirs.is_file() or theirs.read_bytes() != (compiled / rel).read_bytes():

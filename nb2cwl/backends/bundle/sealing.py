@@ -18,7 +18,7 @@ from cwl_utils.parser import cwl_v1_2 as cwl
 from nb2cwl.backends.bundle.files import _files, load_yaml, sha256, write, write_cwl
 from nb2cwl.backends.bundle.names import BOOTSTRAP, SEAL, VERIFIED_FILE, VERIFY_STEP
 from nb2cwl.backends.cwl import hash_seed_requirement
-from nb2cwl.backends.naming import HASH_SEED, RUNTIME_PACKAGE
+from nb2cwl.backends.naming import HASH_SEED, RUNTIME_ARCHIVE
 from nb2cwl.errors import BundleError
 from nb2cwl.ir.model import Workflow
 
@@ -67,7 +67,7 @@ def seal(workflow: Workflow, root: Path, job: dict[str, Any], seeds: dict[str, A
     seal_text = json.dumps(seal, indent=1, sort_keys=True) + "\n"
     write(root / SEAL, seal_text)
     seal_digest = hashlib.sha256(seal_text.encode()).hexdigest()
-    guard_digest = sha256(root / RUNTIME_PACKAGE / "checksums.py")
+    guard_digest = sha256(root / RUNTIME_ARCHIVE)
 
     def command(step: str) -> list[str]:
         return [python, "-c", BOOTSTRAP, guard_digest, seal_digest, step]

@@ -98,7 +98,8 @@ def readme(workflow: Workflow, lock: EnvironmentLock, seeds: dict[str, Any],
         "| `streamflow.yml`, `job.yml` | the StreamFlow configuration and the workflow's inputs |",
         "| `workflow.cwl`, `tools/` | the CWL workflow, one tool per step |",
         "| `workflow.packed.cwl` | the same workflow in one file |",
-        "| `steps/`, `nb2cwl_runtime/` | the script each step runs, and the step runtime |",
+        "| `steps/`, `nb2cwl_runtime.zip` | the script each step runs, and the step runtime "
+        "(its Python files, zipped; steps import it from the zip) |",
         "| `notebook/` | the source notebook |",
         "| `inputs/` | the files beside the notebook that cells read (if any) |",
         "| `environment/` | `requirements.txt` (the lock), `lock.json` (why each package), "
