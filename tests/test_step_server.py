@@ -245,6 +245,25 @@ def test_a_workflows_zip_of_the_same_runtime_is_served_and_another_is_not(
     assert f"{other / RUNTIME_ARCHIVE}/nb2cwl_runtime/__init__.py" in out
 
 
+def test_a_forked_step_imports_nothing_the_server_could_have(workdir: Path) -> None:
+    """The server imports what making a step's shell and running a cell import (the kernel's
+    magics with it), so that each forked step does not import them again, about 10 ms each."""
+    probe = textwrap.dedent("""
+        import sys, types
+        from nb2cwl_runtime import forkserver, kernel_shell
+        forkserver._warm_up()
+        before = set(sys.modules)
+        executor = kernel_shell.create(types.ModuleType("__main__"), [])
+        ok, error = executor.run_cell({"code": "x = 1\\nprint(x + 1)"}, 1)
+        assert ok, error
+        print(sorted(set(sys.modules) - before))
+    """)
+    done = subprocess.run([sys.executable, "-c", probe], cwd=workdir, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
+
+
 def _forkservers() -> set[int]:
     """The step servers this process started (an in-process `nb2cwl run`: not other tests')."""
     found = set()

@@ -360,13 +360,19 @@ def warm_up() -> None:
     import importlib
 
     # ipykernel's compiler imports jupyter_client and zmq (about 70 ms); making a shell
-    # imports the rest
+    # imports the rest, and the kernel's magics (zmqshell, storemagic) about 10 ms more
     for module in ("ipykernel.compiler", "IPython.core.application", "IPython.core.completer",
                    "IPython.core.completerlib", "IPython.core.crashhandler",
                    "IPython.core.magics", "IPython.core.oinspect", "IPython.utils.generics",
-                   "IPython.utils.wildcard", "runpy", "unicodedata"):
+                   "IPython.utils.wildcard", "runpy", "unicodedata", "ipykernel.zmqshell",
+                   "IPython.extensions.storemagic", "IPython.core.magics.code",
+                   "IPython.core.logger", "bdb", "pkgutil"):
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
+    with contextlib.suppress(ImportError):  # the tokenizer's patterns, compiled once
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        TransformerManager().transform_cell("x = 1\n")
     _has_inline_backend()
 
 
