@@ -145,6 +145,29 @@ def test_rerun_reuses_unchanged_steps(tmp_path: Path) -> None:
     assert _texts(_executed(out, 3)["cells"][1]) != _texts(first[1])
 
 
+def test_an_earlier_nb2cwls_runtime_folder_is_replaced_by_the_zip(tmp_path: Path) -> None:
+    """An output folder compiled before the runtime became one zip holds nb2cwl_runtime/,
+    listed in its manifest: compiling again removes those files and the emptied folder, but
+    a file of the user's in it stays, and so does the folder then."""
+    path = notebook(tmp_path / "nb.ipynb", ["print(1)"])
+    for out, mine in [(tmp_path / "wf", False), (tmp_path / "kept", True)]:
+        assert main([str(path), "-o", str(out)]) == 0
+        old = out / "nb2cwl_runtime"
+        old.mkdir()
+        (old / "step.py").write_text("# an earlier runtime\n")
+        if mine:
+            (old / "notes.txt").write_text("mine\n")
+        manifest = json.loads((out / ".nb2cwl-manifest.json").read_text())
+        manifest["files"] = [f for f in manifest["files"] if f != "nb2cwl_runtime.zip"]
+        manifest["files"].append("nb2cwl_runtime/step.py")
+        (out / ".nb2cwl-manifest.json").write_text(json.dumps(manifest))
+        (out / "nb2cwl_runtime.zip").unlink()
+        assert main([str(path), "-o", str(out)]) == 0
+        assert (out / "nb2cwl_runtime.zip").is_file()
+        assert not (old / "step.py").exists()
+        assert old.exists() == mine and (not mine or (old / "notes.txt").is_file())
+
+
 @pytest.mark.parametrize("escape", ["../outside.txt", "/tmp/nb2cwl-absolute.txt"])
 def test_manifest_cannot_delete_outside_the_output_dir(escape: str, tmp_path: Path) -> None:
     path = notebook(tmp_path / "nb.ipynb", ["print(1)"])

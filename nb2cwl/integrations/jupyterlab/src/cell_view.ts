@@ -4,7 +4,8 @@
  * notebook's graph, plan and the run it follows (NotebookSession).
  */
 import type { IGraph, IGraphStep, IPlan } from './api';
-import type { CellStatus, ICellRunPart, RunProgress } from './run_progress';
+import type { RunProgress } from './run_progress';
+import type { CellStatus, ICellRunPart } from './run_states';
 
 /** What a cell badge shows. */
 export interface ICellView {

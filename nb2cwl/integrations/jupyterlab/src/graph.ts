@@ -9,7 +9,7 @@ import { Widget } from '@lumino/widgets';
 
 import { shardText } from './format';
 import { nb2cwlIcon } from './icon';
-import { CELL_STATUSES } from './run_progress';
+import { CELL_STATUSES } from './run_states';
 import type { NotebookSession } from './session';
 
 export const GRAPH_ID = 'nb2cwl-graph';

@@ -4,81 +4,16 @@
  * while or after it ran, from the run's detail). The badges, the graph and the
  * status line read it through NotebookSession.
  */
-import {
-  FINAL_RUN_STATUSES,
-  type IGraph,
-  type IGraphStep,
-  type IRunDetail
-} from './api';
+import type { IGraph, IGraphStep, IRunDetail } from './api';
 import type { IRunEvent } from './events';
-
-/** The statuses a cell badge shows. */
-export type CellStatus =
-  | 'idle'
-  | 'stale'
-  | 'queued'
-  | 'running'
-  | 'done'
-  | 'cached'
-  | 'failed'
-  | 'cancelled'
-  | 'skipped';
-
-/** Every status a badge can show, in the order a run goes through them. */
-export const CELL_STATUSES: ReadonlyArray<string> = [
-  'idle',
-  'stale',
-  'queued',
-  'running',
-  'done',
-  'cached',
-  'failed',
-  'cancelled',
-  'skipped'
-];
-
-/** A step's live state in the followed run. */
-export interface IStepRunState {
-  status: string;
-  where?: string;
-  startedAt?: number;
-  elapsed?: number;
-  shards?: number;
-  /** The shard most recently reported (1-based). */
-  shard?: number;
-  shardsDone: Set<number>;
-  shardsRunning: Set<number>;
-  /** cells, split, map, gather, training, assemble (from the events or the graph). */
-  role?: string;
-  message?: string;
-}
-
-/** A cell's own state, from `cell` and `output` events. */
-export interface ICellRunState {
-  status: CellStatus;
-  startedAt?: number;
-  elapsed?: number;
-  executionCount?: number | null;
-}
-
-/** A cell's state in one run. */
-export interface ICellRunPart {
-  status: CellStatus;
-  elapsed: number | null;
-  where: string | null;
-}
-
-export const now = (): number => Date.now() / 1000;
-
-export function isFinal(status: string | undefined | null): boolean {
-  return !!status && FINAL_RUN_STATUSES.includes(status);
-}
-
-export function toCellStatus(status: string | undefined): CellStatus {
-  return status && CELL_STATUSES.includes(status)
-    ? (status as CellStatus)
-    : 'idle';
-}
+import {
+  type CellStatus,
+  type ICellRunPart,
+  type ICellRunState,
+  type IStepRunState,
+  now,
+  toCellStatus
+} from './run_states';
 
 const ENDED = ['done', 'cached', 'failed', 'skipped'];
 

@@ -1,7 +1,7 @@
 /**
- * The nb2cwl state of one open notebook: its deployments, step graph, plan
- * (stale cells), runs, and the live state of the run it follows, driven by the
- * server's run events.
+ * The nb2cwl state of one open notebook: what the server makes of its content
+ * (deployments, step graph, plan: notebook_plan.ts), its runs, and the live
+ * state of the run it follows, driven by the server's run events.
  */
 import type * as nbformat from '@jupyterlab/nbformat';
 import type { NotebookPanel } from '@jupyterlab/notebook';
@@ -20,6 +20,7 @@ import {
   type Nb2cwlApi,
   type RunMode
 } from './api';
+import { NotebookPlan } from './notebook_plan';
 import {
   cellView,
   graphStep,
@@ -29,16 +30,14 @@ import {
   stepsOf
 } from './cell_view';
 import type { IRunEvent } from './events';
+import { FollowedRun, runOfEvent } from './followed_run';
 import {
   CELL_STATUSES,
   type CellStatus,
-  type ICellRunPart,
   type IStepRunState,
   isFinal,
-  now,
-  RunProgress
-} from './run_progress';
-import { cellsNotShowing } from './shown_run';
+  mostAdvanced
+} from './run_states';
 
 export { CELL_STATUSES, type CellStatus, type ICellView, type IStepRunState };
 
@@ -50,9 +49,6 @@ export interface IRunRequestMemo {
   cells?: string[];
 }
 
-/** Delay between an edit and the graph + plan refresh, in ms. */
-export const REFRESH_DEBOUNCE_MS = 800;
-
 const TICK_MS = 250;
 
 /**
@@ -63,13 +59,16 @@ export class NotebookSession implements IDisposable {
     readonly panel: NotebookPanel,
     readonly api: Nb2cwlApi
   ) {
+    this._notebookPlan = new NotebookPlan(panel, api, unavailable => {
+      this._serverError = unavailable;
+    });
+    this._notebookPlan.changed.connect(() => this._changed.emit(), this);
     panel.context.pathChanged.connect(this._onPathChanged, this);
     void panel.context.ready.then(() => {
       if (this._isDisposed) {
         return;
       }
-      this._fingerprint = this._computeFingerprint();
-      panel.context.model.contentChanged.connect(this._onContentChanged, this);
+      this._notebookPlan.watchContent();
       void this.refreshAll();
     });
   }
@@ -100,43 +99,32 @@ export class NotebookSession implements IDisposable {
   // ---- state -------------------------------------------------------------
 
   get deployments(): IDeploymentsResponse | null {
-    return this._deployments;
+    return this._notebookPlan.deployments;
   }
 
   get deployment(): string | null {
-    return this._deployment;
+    return this._notebookPlan.deployment;
   }
 
   set deployment(name: string | null) {
-    if (name === this._deployment) {
-      return;
-    }
-    this._deployment = name;
-    this._changed.emit();
-    void this.refreshGraphAndPlan();
+    this._notebookPlan.deployment = name;
   }
 
   /** Where step boundaries go: where they pay (auto), or one step per cell. */
   get granularity(): Granularity {
-    return this._granularity;
+    return this._notebookPlan.granularity;
   }
 
   set granularity(value: Granularity) {
-    this._granularityChosen = true;
-    if (value === this._granularity) {
-      return;
-    }
-    this._granularity = value;
-    this._changed.emit();
-    void this.refreshGraphAndPlan();
+    this._notebookPlan.granularity = value;
   }
 
   get graph(): IGraph | null {
-    return this._graph;
+    return this._notebookPlan.graph;
   }
 
   get plan(): IPlan | null {
-    return this._plan;
+    return this._notebookPlan.plan;
   }
 
   get runs(): ReadonlyArray<IRun> {
@@ -145,11 +133,11 @@ export class NotebookSession implements IDisposable {
 
   /** The run the badges follow: the active one, or the latest one. */
   get run(): IRun | null {
-    return this._run;
+    return this._followed.run;
   }
 
   get isRunActive(): boolean {
-    return !!this._run && !isFinal(this._run.status);
+    return this._followed.isActive;
   }
 
   /** Whether a run request is in flight. */
@@ -164,12 +152,12 @@ export class NotebookSession implements IDisposable {
 
   /** Why the graph or the plan cannot be computed (e.g. a syntax error). */
   get analysisError(): string | null {
-    return this._analysisError;
+    return this._notebookPlan.analysisError;
   }
 
   /** Why the deployments could not be listed (the server answered). */
   get deploymentsError(): string | null {
-    return this._deploymentsError;
+    return this._notebookPlan.deploymentsError;
   }
 
   /** The last error of an action (run, cancel). */
@@ -178,7 +166,7 @@ export class NotebookSession implements IDisposable {
   }
 
   get stepStates(): ReadonlyMap<string, IStepRunState> {
-    return this._progress.steps;
+    return this._followed.progress.steps;
   }
 
   /** How a run was asked for from this page, if it was. */
@@ -188,7 +176,7 @@ export class NotebookSession implements IDisposable {
 
   /** The cells the followed run ran (or reused): those of its steps that were not skipped. */
   participatingCells(): Set<string> {
-    return this._progress.participatingCells();
+    return this._followed.progress.participatingCells();
   }
 
   /** The graph's step of that name. */
@@ -198,7 +186,7 @@ export class NotebookSession implements IDisposable {
 
   /** The number of steps of the followed run, and how many have finished. */
   stepProgress(): { finished: number; running: number; total: number } {
-    return this._progress.counts(this._run?.steps_total ?? 0);
+    return this._followed.progress.counts(this.run?.steps_total ?? 0);
   }
 
   /**
@@ -216,7 +204,7 @@ export class NotebookSession implements IDisposable {
 
   /** Live seconds of a step, or its final elapsed time. */
   stepElapsed(state: IStepRunState): number | null {
-    return this._progress.stepElapsed(state);
+    return this._followed.progress.stepElapsed(state);
   }
 
   /** Everything a cell's badge shows. */
@@ -226,7 +214,7 @@ export class NotebookSession implements IDisposable {
 
   /** The graph status of a step: the followed run's, else an earlier run's. */
   stepState(name: string): IStepRunState | undefined {
-    return this._progress.steps.get(name) ?? this._previousSteps.get(name);
+    return this._followed.stepState(name);
   }
 
   // ---- actions -----------------------------------------------------------
@@ -244,8 +232,8 @@ export class NotebookSession implements IDisposable {
     } = {}
   ): Promise<string> {
     await this.panel.context.ready;
-    const deployment = options.deployment ?? this._deployment ?? undefined;
-    const granularity = options.granularity ?? this._granularity;
+    const deployment = options.deployment ?? this.deployment ?? undefined;
+    const granularity = options.granularity ?? this.granularity;
     const content =
       this.panel.context.model.toJSON() as nbformat.INotebookContent;
     this._starting = true;
@@ -281,7 +269,7 @@ export class NotebookSession implements IDisposable {
 
   /** Cancel the active run; resolves to its id, or null when none is active. */
   async cancel(): Promise<string | null> {
-    const run = this._run;
+    const run = this.run;
     if (!run || isFinal(run.status)) {
       return null;
     }
@@ -289,15 +277,9 @@ export class NotebookSession implements IDisposable {
     try {
       const answer = await this.api.cancel(run.id);
       this._upsertRun(answer);
-      if (this._run && this._run.id === answer.id) {
-        this._run = {
-          ...this._run,
-          ...answer,
-          status: this._mostAdvanced(this._run.status, answer.status)
-        };
-        if (isFinal(this._run.status)) {
-          this._finish(this._run);
-        }
+      const followed = this._followed.cancelled(answer);
+      if (followed && isFinal(followed.status)) {
+        this._finish(followed);
       }
       return run.id;
     } catch (error) {
@@ -332,95 +314,13 @@ export class NotebookSession implements IDisposable {
     await Promise.all([this.refreshGraphAndPlan(), this.refreshRuns(true)]);
   }
 
-  async refreshDeployments(): Promise<void> {
-    const path = this.path;
-    try {
-      let reply: IDeploymentsResponse;
-      try {
-        reply = await this.api.deployments(path);
-        this._deploymentsError = null;
-      } catch (error) {
-        if (isUnavailable(error)) {
-          throw error;
-        }
-        // The file on disk does not compile (e.g. a syntax error): without
-        // the notebook's own deployments, the others still list.
-        reply = await this.api.deployments();
-        this._deploymentsError = `Deployments the notebook defines are missing: ${(error as Error).message}`;
-      }
-      if (this._isDisposed || path !== this.path) {
-        return;
-      }
-      this._deployments = reply;
-      this._serverError = null;
-      const names = reply.deployments.map(d => d.name);
-      const usable = reply.deployments
-        .filter(d => d.available)
-        .map(d => d.name);
-      if (!this._deployment || !names.includes(this._deployment)) {
-        if (reply.default && usable.includes(reply.default)) {
-          this._deployment = reply.default;
-        } else {
-          this._deployment = usable[0] ?? reply.default ?? names[0] ?? null;
-        }
-      }
-    } catch (error) {
-      if (isUnavailable(error)) {
-        this._serverError = (error as Error).message;
-      } else {
-        this._deploymentsError = `Deployments: ${(error as Error).message}`;
-      }
-    }
-    this._changed.emit();
+  refreshDeployments(): Promise<void> {
+    return this._notebookPlan.refreshDeployments();
   }
 
   /** Ask for the graph and the plan of the current content. */
-  async refreshGraphAndPlan(): Promise<void> {
-    if (this._isDisposed || !this.panel.context.isReady) {
-      return;
-    }
-    const seq = ++this._analysisSeq;
-    const body = {
-      path: this.path,
-      content: this.panel.context.model.toJSON() as nbformat.INotebookContent,
-      deployment: this._deployment ?? undefined,
-      granularity: this._granularity
-    };
-    const [graph, plan] = await Promise.allSettled([
-      this.api.graph(body),
-      this.api.plan(body)
-    ]);
-    if (this._isDisposed || seq !== this._analysisSeq) {
-      return;
-    }
-    const errors: string[] = [];
-    if (graph.status === 'fulfilled') {
-      this._graph = graph.value;
-    } else {
-      errors.push((graph.reason as Error).message);
-    }
-    if (plan.status === 'fulfilled') {
-      this._plan = plan.value;
-      this._stale = new Set(plan.value.stale_cells ?? []);
-    } else {
-      const message = (plan.reason as Error).message;
-      if (!errors.includes(message)) {
-        errors.push(message);
-      }
-    }
-    const unavailable = [graph, plan].find(
-      r => r.status === 'rejected' && isUnavailable(r.reason)
-    );
-    if (unavailable) {
-      this._serverError = (unavailable as PromiseRejectedResult).reason.message;
-      this._analysisError = null;
-    } else {
-      if (this._deployments) {
-        this._serverError = null;
-      }
-      this._analysisError = errors.length > 0 ? errors.join('; ') : null;
-    }
-    this._changed.emit();
+  refreshGraphAndPlan(): Promise<void> {
+    return this._notebookPlan.refreshGraphAndPlan();
   }
 
   /**
@@ -435,23 +335,11 @@ export class NotebookSession implements IDisposable {
         return;
       }
       this._runs = runs;
-      if (this._run) {
-        const fresh = runs.find(r => r.id === this._run!.id);
-        if (fresh) {
-          const status = this._mostAdvanced(this._run.status, fresh.status);
-          this._run = { ...fresh, status };
-        }
+      this._followed.refresh(runs);
+      if (follow && runs.length > 0) {
+        this._notebookPlan.adoptGranularity(runs[0].granularity ?? 'auto');
       }
-      // a reopened notebook starts with the steps of its latest run, until the user picks
-      const latest = runs[0]?.granularity ?? 'auto';
-      if (follow && runs.length > 0 && !this._granularityChosen) {
-        this._granularityChosen = true;
-        if (latest !== this._granularity) {
-          this._granularity = latest;
-          void this.refreshGraphAndPlan();
-        }
-      }
-      if (follow && !this._run && runs.length > 0) {
+      if (follow && !this.run && runs.length > 0) {
         await this._follow(runs[0]);
       }
     } catch (error) {
@@ -469,30 +357,23 @@ export class NotebookSession implements IDisposable {
     if (this._isDisposed || event.path !== this.path) {
       return;
     }
-    if (this._ended.has(event.run)) {
+    if (this._followed.hasEnded(event.run)) {
       return;
     }
-    if (!this._run || this._run.id !== event.run) {
-      this._adopt({
-        id: event.run,
-        path: event.path,
-        deployment: '',
-        mode: 'all',
-        status: 'running',
-        started: now(),
-        finished: null,
-        duration: null,
-        steps_total: 0,
-        error: null,
-        files: {}
-      });
+    if (!this.run || this.run.id !== event.run) {
+      this._adopt(runOfEvent(event));
       // Fill in mode, deployment, steps_total, files.
       void this.refreshRuns();
     }
     if (event.kind === 'run') {
-      this._onRunEvent(event);
+      const run = this._followed.applyRunEvent(event);
+      if (isFinal(run.status)) {
+        this._finish(run);
+      } else {
+        this._upsertRun(run);
+      }
     } else {
-      this._progress.apply(event);
+      this._followed.progress.apply(event);
     }
     this._runEvent.emit(event);
     this._updateTicker();
@@ -504,7 +385,7 @@ export class NotebookSession implements IDisposable {
       return;
     }
     this._isDisposed = true;
-    window.clearTimeout(this._debounce);
+    this._notebookPlan.dispose();
     window.clearInterval(this._ticker);
     Signal.clearData(this);
   }
@@ -512,61 +393,12 @@ export class NotebookSession implements IDisposable {
   // ---- private -----------------------------------------------------------
 
   private _viewState(): ICellViewState {
-    return {
-      graph: this._graph,
-      plan: this._plan,
-      progress: this._progress,
-      previous: this._previous,
-      notShown: this._notShown,
-      stale: this._stale,
-      runActive: this.isRunActive,
-      runDeployment: this._run?.deployment || null
-    };
-  }
-
-  private _onRunEvent(event: IRunEvent): void {
-    const run = this._run as IRun;
-    const status = (event.status ?? run.status) as IRun['status'];
-    this._run = {
-      ...run,
-      status: this._mostAdvanced(run.status, status),
-      error: event.message ?? run.error
-    };
-    if (Array.isArray(event.steps) && event.steps.length > 0) {
-      this._run.steps_total = event.steps.length;
-    }
-    if (isFinal(this._run.status)) {
-      const finished = now();
-      this._run.finished = this._run.finished ?? finished;
-      this._run.duration =
-        this._run.duration ?? Math.max(0, finished - this._run.started);
-      this._finish(this._run);
-    } else {
-      this._upsertRun(this._run);
-    }
+    return this._followed.viewState(this.plan, this._notebookPlan.stale);
   }
 
   /** Follow a new run: forget the previous run's live state. */
   private _adopt(run: IRun): void {
-    if (this._run && this._run.id === run.id) {
-      const status = this._mostAdvanced(this._run.status, run.status);
-      this._run = { ...this._run, ...run, status };
-      return;
-    }
-    // What this run leaves stays on the cells the next run does not touch.
-    const model = this.panel.context.model;
-    for (const cell of model ? model.cells : []) {
-      const part = this._progress.cellPart(cell.id, this.stepsOf(cell.id));
-      if (part && !this._notShown.has(cell.id)) {
-        this._previous.set(cell.id, { ...part, where: part.where });
-      }
-    }
-    for (const [name, state] of this._progress.steps) {
-      this._previousSteps.set(name, state);
-    }
-    this._run = { ...run };
-    this._notShown = new Set();
-    this._progress = new RunProgress(() => this._graph);
+    this._followed.adopt(run, this.panel.context.model, cell => this.stepsOf(cell));
     this._changed.emit();
   }
 
@@ -579,41 +411,21 @@ export class NotebookSession implements IDisposable {
     } catch {
       return;
     }
-    if (this._isDisposed || !this._run || this._run.id !== run.id) {
+    if (this._isDisposed || this.run?.id !== run.id) {
       return;
     }
-    this._progress.load(detail);
-    if (isFinal(detail.status)) {
-      // a page opened after the run: badges only where the cells show it
-      this._notShown = cellsNotShowing(this.panel.context.model, detail.cells ?? {});
-    }
-    const { steps: _s, cells: _c, ...plain } = detail;
-    void _s;
-    void _c;
-    this._run = {
-      ...this._run,
-      ...plain,
-      status: this._mostAdvanced(this._run.status, plain.status)
-    };
-    if (isFinal(this._run.status)) {
-      this._ended.add(this._run.id);
-    }
+    this._followed.load(detail, this.panel.context.model);
     this._updateTicker();
     this._changed.emit();
   }
 
   /** The run reached a final status. */
   private _finish(run: IRun): void {
-    if (this._ended.has(run.id)) {
+    if (!this._followed.end(run)) {
       return;
     }
-    this._ended.add(run.id);
-    this._progress.stop(run.status === 'cancelled' ? 'cancelled' : 'failed');
     if (run.status === 'done') {
-      // The cells that ran are no longer stale (the plan refresh confirms).
-      for (const cell of this._progress.ranCells()) {
-        this._stale.delete(cell);
-      }
+      this._notebookPlan.ran(this._followed.progress.ranCells());
     }
     this._upsertRun(run);
     this._updateTicker();
@@ -626,7 +438,7 @@ export class NotebookSession implements IDisposable {
     const index = this._runs.findIndex(r => r.id === run.id);
     if (index >= 0) {
       const merged = { ...this._runs[index], ...run };
-      merged.status = this._mostAdvanced(this._runs[index].status, run.status);
+      merged.status = mostAdvanced(this._runs[index].status, run.status);
       this._runs = [
         ...this._runs.slice(0, index),
         merged,
@@ -637,15 +449,8 @@ export class NotebookSession implements IDisposable {
     }
   }
 
-  /** Statuses only move forward: a late answer never undoes a final status. */
-  private _mostAdvanced(a: IRun['status'], b: IRun['status']): IRun['status'] {
-    const rank = (s: string): number =>
-      isFinal(s) ? 2 : s === 'running' ? 1 : 0;
-    return rank(b) >= rank(a) ? b : a;
-  }
-
   private _updateTicker(): void {
-    const live = this._progress.live || this.isRunActive;
+    const live = this._followed.progress.live || this.isRunActive;
     if (live && !this._ticker) {
       this._ticker = window.setInterval(() => this._changed.emit(), TICK_MS);
     } else if (!live && this._ticker) {
@@ -655,68 +460,22 @@ export class NotebookSession implements IDisposable {
   }
 
   private _onPathChanged(): void {
-    this._deployments = null;
+    this._notebookPlan.forget();
     this._runs = [];
-    this._run = null;
-    this._progress = new RunProgress(() => this._graph);
-    this._previous = new Map();
-    this._previousSteps = new Map();
+    this._followed.forget();
     void this.refreshAll();
-  }
-
-  private _onContentChanged(): void {
-    window.clearTimeout(this._debounce);
-    this._debounce = window.setTimeout(() => {
-      const fingerprint = this._computeFingerprint();
-      if (fingerprint !== this._fingerprint) {
-        this._fingerprint = fingerprint;
-        void this.refreshGraphAndPlan();
-      }
-    }, REFRESH_DEBOUNCE_MS);
-  }
-
-  /** What the analysis depends on: cells' kinds, ids, sources, metadata (not outputs). */
-  private _computeFingerprint(): string {
-    const model = this.panel.context.model;
-    const parts: string[] = [JSON.stringify(model.metadata)];
-    for (const cell of model.cells) {
-      parts.push(
-        cell.type,
-        cell.id,
-        cell.sharedModel.getSource(),
-        JSON.stringify(cell.metadata)
-      );
-    }
-    return parts.join('\u0000');
   }
 
   private _isDisposed = false;
   private _changed = new Signal<this, void>(this);
   private _runEvent = new Signal<this, IRunEvent>(this);
   private _runEnded = new Signal<this, IRun>(this);
-  private _deployments: IDeploymentsResponse | null = null;
-  private _deployment: string | null = null;
-  private _granularity: Granularity = 'auto';
-  private _graph: IGraph | null = null;
-  private _plan: IPlan | null = null;
-  private _stale = new Set<string>();
+  private _notebookPlan: NotebookPlan;
   private _runs: IRun[] = [];
-  /** The user picked the granularity, or it was taken from the latest run. */
-  private _granularityChosen = false;
-  private _run: IRun | null = null;
-  private _ended = new Set<string>();
+  private _followed = new FollowedRun(() => this.graph);
   private _requests = new Map<string, IRunRequestMemo>();
-  private _progress = new RunProgress(() => this._graph);
-  private _previous = new Map<string, ICellRunPart>();
-  private _notShown = new Set<string>();
-  private _previousSteps = new Map<string, IStepRunState>();
   private _starting = false;
   private _serverError: string | null = null;
-  private _analysisError: string | null = null;
   private _actionError: string | null = null;
-  private _deploymentsError: string | null = null;
-  private _analysisSeq = 0;
-  private _debounce = 0;
   private _ticker = 0;
-  private _fingerprint = '';
 }
