@@ -155,6 +155,8 @@ def test_an_earlier_nb2cwls_runtime_folder_is_replaced_by_the_zip(tmp_path: Path
         old = out / "nb2cwl_runtime"
         old.mkdir()
         (old / "step.py").write_text("# an earlier runtime\n")
+        (old / "__pycache__").mkdir()  # what its steps' imports left
+        (old / "__pycache__" / "step.cpython-311.pyc").write_bytes(b"bytecode")
         if mine:
             (old / "notes.txt").write_text("mine\n")
         manifest = json.loads((out / ".nb2cwl-manifest.json").read_text())

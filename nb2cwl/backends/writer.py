@@ -21,6 +21,7 @@ from nb2cwl.backends.naming import (
     RUN_LOCK,
     RUNTIME_ARCHIVE,
     RUNTIME_PACKAGE,
+    RUNTIME_SOURCE,
     notebook_file_name,
 )
 from nb2cwl.backends.recovery import recovery_settings
@@ -72,6 +73,8 @@ def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
                    force: bool = False, retries: int = 0, retry_delay: int = 0,
                    deployments: DeploymentPlan | None = None) -> list[str]:
     """Write workflow.cwl, tools, step scripts, runtime, job and streamflow.yml; list them."""
+    archive = Path(out_dir) / RUNTIME_ARCHIVE
+    previous = archive.read_bytes() if archive.is_file() else None  # (compiled code to reuse)
     prepare_output_dir(out_dir, force, workflow.notebook_path)
     root = Path(out_dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -112,10 +115,9 @@ def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
              cwl_backend.as_document(cwl_backend.assemble_tool(workflow, python,
                                                                      local("assemble"))))
     put_yaml("workflow.cwl", cwl_backend.as_document(cwl_backend.main_workflow(workflow)))
-    write_runtime_archive(root / RUNTIME_ARCHIVE)
+    write_runtime_archive(archive, previous)
     written.append(RUNTIME_ARCHIVE)
-    with contextlib.suppress(OSError):  # an earlier nb2cwl's runtime folder, emptied above
-        (root / RUNTIME_PACKAGE).rmdir()
+    _remove_runtime_folder(root / RUNTIME_PACKAGE)
     notebook_copy = f"notebook/{notebook_file_name(workflow)}"
     (root / "notebook").mkdir(exist_ok=True)
     if is_script(workflow.source_path):  # the executed notebook is built from its cells
@@ -131,6 +133,19 @@ def write_workflow(workflow: Workflow, out_dir: str, python: str = "python3",
                               "notebook": os.path.abspath(workflow.notebook_path),
                               "files": sorted(written)}, indent=1) + "\n")
     return written
+
+
+def _remove_runtime_folder(folder: Path) -> None:
+    """An earlier nb2cwl's runtime folder, its files removed with the other listed ones: its
+    bytecode cache goes too, and the folder if nothing else is left in it (a user's file)."""
+    cache = folder / "__pycache__"
+    modules = {source.stem for source in RUNTIME_SOURCE.glob("*.py")}
+    if cache.is_dir() and not cache.is_symlink() and all(
+            p.is_file() and p.suffix == ".pyc" and p.name.split(".")[0] in modules
+            for p in cache.iterdir()):
+        shutil.rmtree(cache, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def write_run_files(workflow: Workflow, out_dir: str, fixed: dict[str, Any],

@@ -45,7 +45,10 @@ def cache_key(spec: dict[str, Any], args: dict[str, list[str]],
         stable["plan"] = {k: v for k, v in spec["plan"].items()  # the same results either
                           if k != "item_seconds"}  # way, and they vary from run to run
     digest.update(json.dumps(stable, sort_keys=True, default=str).encode())
-    for name, source in sorted((runtime_sources(own_location()) or {}).items()):
+    sources = runtime_sources(own_location())
+    if sources is None:  # a key without the runtime's code could outlive a change of it
+        return None
+    for name, source in sorted(sources.items()):
         digest.update(name.encode())
         digest.update(source)
     for key in sorted(args):

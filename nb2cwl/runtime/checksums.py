@@ -1,10 +1,11 @@
 """Checksums of a reproducible bundle, checked before a step loads or runs anything.
 
 A bundle made by `nb2cwl export` runs every step through `guard`: each tool's command starts
-Python with a short bootstrap that checks this file against the sha256 written into the tool,
-then calls `guard`. `guard` checks the seal (`nb2cwl-seal.json`, whose sha256 is also in the
-tool), then every bundle file the step was given (its script, each runtime module, the notebook,
-the input files), and only then runs the step's script. Any difference is reported by the file's
+Python with a short bootstrap that checks the runtime's zip (`nb2cwl_runtime.zip`, which holds
+this file) against the sha256 written into the tool, then calls `guard` from it. `guard`
+checks the seal (`nb2cwl-seal.json`, whose sha256 is also in the tool), then every bundle file
+the step was given (its script, the runtime's zip, the notebook, the input files), and only
+then runs the step's script. Any difference is reported by the file's
 path in the bundle, and the step exits with status 1 before anything from the bundle is loaded.
 
 Standard library only: it runs before anything else from the bundle may be trusted, and

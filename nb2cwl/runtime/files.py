@@ -6,7 +6,8 @@ import os
 import shutil
 
 #: What the runtime itself keeps in a step's working directory; never user files.
-RESERVED = ("nb2cwl-out", "nb2cwl_runtime", "nb2cwl-home", "nb2cwl-parameters.json")
+RESERVED = ("nb2cwl-out", "nb2cwl_runtime", "nb2cwl_runtime.zip", "nb2cwl-home",
+            "nb2cwl-parameters.json")
 
 
 #: The stamp of a folder in a snapshot: a folder a cell made, even an empty one, is written.

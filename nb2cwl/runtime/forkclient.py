@@ -1,9 +1,9 @@
 """The step process's side of the step server (forkserver.py): hand the step to a warm child.
 
-It runs before anything else in a step, so it imports only modules built into the interpreter
-(`_socket`, `_signal`, `_json`; `os` and `sys`): the standard `json`, `socket`, `signal` and
-`contextlib` bring `re`, `enum`, `selectors` and `collections` with them, about 15 ms of every
-step's start on these machines. When no server is reachable, or it declines the step,
+It runs before anything else in a step, so it imports only the standard library's C modules
+beneath `socket`, `signal` and `json` (`_socket`, `_signal`, `_json`; and `os`, `sys`): the
+Python modules themselves bring `re`, `enum`, `selectors` and `collections` with them, about
+15 ms of every step's start on these machines. When no server is reachable, or it declines the step,
 `run_on_server` returns None and the step runs in this process as it always can.
 """
 

@@ -332,7 +332,7 @@ def _become_step(conn: socket.socket, request: dict[str, Any], fds: list[int],
     tempfile.tempdir = None  # found again from the step's TMPDIR
     script = request["script"]
     sys.argv = [script, *request["argv"]]
-    # as `python3 SCRIPT` has it, and the launcher then adds the runtime's folder first
+    # as `python3 SCRIPT` has it, and the launcher then adds the runtime's zip first
     sys.path[0] = os.path.dirname(os.path.abspath(script))
     runtime = os.path.abspath(request["runtime"])  # the workflow's zip (or a folder)
     sys.path.insert(0, runtime if os.path.isfile(runtime) else os.path.dirname(runtime))

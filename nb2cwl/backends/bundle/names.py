@@ -27,12 +27,12 @@ START_SEED = 0
 # argv[1], then lets the zip's checksums.py check the rest (see nb2cwl_runtime/checksums.py).
 # One line, no $ or quotes that a shell or CWL would touch.
 BOOTSTRAP = (
-    "import sys;sys.path[:]=[p for p in sys.path if p];import hashlib,io,os,zipfile;a=sys.argv;"
+    "import sys;sys.path[:]=[p for p in sys.path if p];import hashlib,os;a=sys.argv;"
     "r=a[a.index('--runtime')+1];"
     "d=open(r,'rb').read() if os.path.isfile(r) else b'';"
     "hashlib.sha256(d).hexdigest()==a[1] or sys.exit('nb2cwl: bundle check failed: "
     "nb2cwl_runtime.zip: changed or missing (sha256 differs); nothing was run');"
-    "c=zipfile.ZipFile(io.BytesIO(d)).read('nb2cwl_runtime/checksums.py');"
+    "import io,zipfile;c=zipfile.ZipFile(io.BytesIO(d)).read('nb2cwl_runtime/checksums.py');"
     "g={'__name__':'nb2cwl_checksums'};exec(compile(c,r+'/nb2cwl_runtime/checksums.py','exec'),g);"
     "sys.exit(g['guard'](a[2:]))"
 )
