@@ -16,6 +16,17 @@ from nb2cwl.analysis.preload import preloadable
 from nb2cwl.runtime import forkserver
 
 
+def _both_ways(nb: nbformat.NotebookNode, source: Path) -> tuple[object, object]:
+    """Write `nb` to `source`; its cells' outputs as `nb2cwl run` (one step per cell) and as
+    nbclient give them."""
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, source)
+    jupyter = run_with_nbclient(source, source.parent / "jupyter")
+    workflow, _ = run_with_workflow(source, source.parent / "workflow", "--granularity", "cell")
+    return workflow, jupyter
+
+
 def test_the_opening_imports_of_known_libraries_qualify() -> None:
     assert preloadable(["get_ipython().run_line_magic('matplotlib', 'inline')\n"
                         "import numpy as np\nimport pandas as pd",
@@ -77,12 +88,7 @@ def test_preloaded_steps_print_what_jupyter_prints(tmp_path: Path) -> None:
                                   "      'sklearn.linear_model' in sys.modules)\n"
                                   "LinearRegression().fit(np.eye(3), [1, 2, 3]).coef_.round(3)"),
     ])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    source = tmp_path / "preloaded.ipynb"
-    nbformat.write(nb, source)
-    jupyter = run_with_nbclient(source, tmp_path / "jupyter")
-    workflow, _ = run_with_workflow(source, tmp_path / "workflow", "--granularity", "cell")
+    workflow, jupyter = _both_ways(nb, tmp_path / "preloaded.ipynb")
     assert workflow == jupyter
 
 
@@ -158,10 +164,5 @@ def test_a_data_scientists_notebook_gives_jupyters_outputs_whichever_early_list(
         nbformat.v4.new_code_cell("fig, ax = plt.subplots(figsize=(4, 3))\n"
                                   "summary['mean'].plot.bar(ax=ax)\nax.set_ylabel('mean amount')"),
     ])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    source = tmp_path / "sales.ipynb"
-    nbformat.write(nb, source)
-    jupyter = run_with_nbclient(source, tmp_path / "jupyter")
-    workflow, _ = run_with_workflow(source, tmp_path / "workflow", "--granularity", "cell")
+    workflow, jupyter = _both_ways(nb, tmp_path / "sales.ipynb")
     assert workflow == jupyter

@@ -267,6 +267,7 @@ def _acceptable(request: dict[str, Any], runtime: str, preload: tuple[str, ...] 
 
 
 _COMPARED: dict[str, bool] = {}
+_SOURCES: dict[str, dict[str, bytes] | None] = {}
 
 
 def _same_runtime(theirs: str, mine: str) -> bool:
@@ -275,8 +276,10 @@ def _same_runtime(theirs: str, mine: str) -> bool:
     compiled)."""
     if theirs == mine:
         return True
+    if mine not in _SOURCES:  # its own sources: read once
+        _SOURCES[mine] = runtime_sources(mine)
     if theirs not in _COMPARED:  # one workflow's copy: compared once
-        ours = runtime_sources(mine)
+        ours = _SOURCES[mine]
         _COMPARED[theirs] = ours is not None and ours == runtime_sources(theirs)
     return _COMPARED[theirs]
 
