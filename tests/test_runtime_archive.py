@@ -82,6 +82,50 @@ def test_an_unchanged_runtime_keeps_the_zip_and_another_python_rebuilds_it(
     assert not list(tmp_path.glob(".*"))  # no partial file left
 
 
+_ANALYSIS = [  # a data scientist's notebook: magics, pandas, a figure, the kernel's own magics
+    "%matplotlib inline\n%precision 3\nimport numpy as np\nimport pandas as pd\n"
+    "import matplotlib.pyplot as plt",
+    "rng = np.random.default_rng(1)\nsales = pd.DataFrame({'region': rng.choice(['n', 's', 'e'],"
+    " 60), 'amount': rng.gamma(2.0, 40.0, 60).round(2)})\nsales.describe()",
+    "by_region = sales.groupby('region')['amount'].agg(['count', 'mean', 'max'])\n"
+    "print(by_region.round(2))\nnp.pi",
+    "fig, ax = plt.subplots(figsize=(4, 3))\nby_region['mean'].plot.bar(ax=ax)\n"
+    "ax.set_title('mean amount by region')",
+    "names = %who_ls DataFrame\n!echo regions: {len(by_region)}\nnames",
+]
+
+
+@pytest.mark.streamflow
+def test_a_notebook_runs_as_in_jupyter_from_the_server_and_from_the_zip(tmp_path: Path) -> None:
+    """Every cell gives nbclient's outputs when its step is forked from the warm step server
+    (`nb2cwl run`) and when it starts on its own, importing the runtime's compiled code from
+    the zip (a plain `streamflow run` of the same workflow)."""
+    import os
+    import sys
+
+    import nbformat
+    from equivalence import per_cell, run_with_nbclient, run_with_workflow
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in _ANALYSIS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    source = tmp_path / "sales.ipynb"
+    nbformat.write(nb, source)
+    jupyter = run_with_nbclient(source, tmp_path / "jupyter")
+    served, _ = run_with_workflow(source, tmp_path / "workflow", "--granularity", "cell")
+    assert served == jupyter
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    env.pop("NB2CWL_STEP_SERVER", None)
+    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "streamflow"), "run",
+                           "--outdir", str(tmp_path / "plain"),
+                           str(tmp_path / "workflow" / "wf" / "streamflow.yml")],
+                          env=env, capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path / "workflow")
+    assert done.returncode == 0, done.stdout[-2000:]
+    plain = nbformat.read(tmp_path / "plain" / "sales.executed.ipynb", as_version=4)
+    assert per_cell(plain) == jupyter
+
+
 @pytest.mark.parametrize("value", [
     {"env": {"A": "x\"\\\n\t\u2028\x00", "B": "é中\udcff"}, "argv": ["--runtime", ""], "e": []},
     {"k": []}, {}, ["a", ["b", {"c": "d"}]],
