@@ -152,3 +152,28 @@ def test_the_next_run_balances_chunks_by_the_items_measured_seconds(tmp_path: Pa
          cwd=tmp_path)
     assert slow_items_per_process(3) == [2, 2]  # two slow items in each chunk
     assert _printed(out, 3)[2].count("(") == 8
+
+
+HINTED = ["from nb2cwl import parallel_task\n\n@parallel_task\ndef square(v):\n    return v * v",
+          "squares = [square(v) for v in range(4)]\nprint(sum(squares))"]
+
+
+def test_a_scatter_the_notebook_asked_for_is_made_however_quick(tmp_path: Path) -> None:
+    """`@parallel_task` asks for the scatter: measured seconds too few to pay do not undo it."""
+    notebook = _notebook(tmp_path / "hinted.ipynb", HINTED)
+    out = tmp_path / "wf"
+    _cli(str(notebook), "-o", str(out), cwd=tmp_path)
+    (out / TIMINGS_FILE).write_text("".join(
+        json.dumps({"cell": f"c{n}", "digest": digest(s), "seconds": 0.001}) + "\n"
+        for n, s in enumerate(HINTED)))
+    _cli(str(notebook), "-o", str(out), cwd=tmp_path)
+    assert "cell_1_map" in _steps(out)
+    assert "would not pay" not in _cli("explain", str(notebook), "--workflow", str(out),
+                                       cwd=tmp_path)
+    unhinted = [HINTED[0].replace("@parallel_task\n", ""), HINTED[1]]
+    _notebook(notebook, unhinted)  # the control: unasked, the same figures keep it in one step
+    (out / TIMINGS_FILE).write_text("".join(
+        json.dumps({"cell": f"c{n}", "digest": digest(s), "seconds": 0.001}) + "\n"
+        for n, s in enumerate(unhinted)))
+    explained = _cli("explain", str(notebook), "--workflow", str(out), cwd=tmp_path)
+    assert "would not pay" in explained, explained

@@ -118,6 +118,7 @@ class MapPlan:
     keep_locals: tuple[str, ...] = ()  # loop names whose last value is used after the loop
     chunks: int = 0  # 0: one chunk per available core, capped by the item count
     gpu: bool = False
+    asked: bool = False  # the user asked for this scatter (@parallel_task, a scatter hint)
     body_at_lines: bool = False  # `body` is at its cell's lines: compiled under its file name
     # each item's seconds in the last run (same cell source): the split balances its chunks
     item_seconds: tuple[float, ...] = ()

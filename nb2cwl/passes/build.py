@@ -251,7 +251,7 @@ def _plan(skeleton: MapSkeleton | None) -> MapPlan | None:
         result=skeleton.result, body=skeleton.body, accumulators=skeleton.accumulators,
         gather_code=skeleton.gather_code, reads=skeleton.reads,
         loop_locals=skeleton.loop_locals, keep_locals=skeleton.keep_locals, gpu=skeleton.gpu,
-        body_at_lines=skeleton.body_at_lines)
+        asked=skeleton.forced, body_at_lines=skeleton.body_at_lines)
 
 
 def _cell_views(flow: Dataflow, step_of: dict[int, str]) -> tuple[CellView, ...]:

@@ -28,8 +28,9 @@ def unpaying_scatters(workflow: Workflow, costs: Mapping[str, Costs], default: C
         return {}  # the user placed the scatter's parts (@map=...): they asked for it
     kept: dict[int, str] = {}
     for step in workflow.steps:
-        if step.plan is None or step.role != "cell" or len(step.cells) != 1:
-            continue
+        if (step.plan is None or step.plan.asked or step.role != "cell"
+                or len(step.cells) != 1):
+            continue  # no scatter, or the notebook asked for it (@parallel_task)
         cell = step.cells[0]
         if cell.seconds_from == "estimate":
             continue

@@ -789,7 +789,8 @@ def test_scatter_shows_shards(page, lab):
     page.page.wait_for_function(
         "() => /shard (\\d+)\\/\\1\\b/.test(document.querySelector("
         "'[data-testid=nb2cwl-badge]')?.textContent ?? '')", timeout=10_000)
-    # the graph: shard progress on the map step only, all shards done
+    # the graph: shard progress on the map step only, all shards done (and still a scatter
+    # when the graph is drawn again with the run's measured seconds: the notebook asked for it)
     progress = page.js("""() => [...document.querySelectorAll(
         '#nb2cwl-graph [data-testid=nb2cwl-shard-progress]')].map(t =>
         [t.parentElement.getAttribute('data-step'), t.textContent])""")
