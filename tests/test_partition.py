@@ -156,3 +156,52 @@ def test_calibrate_measures_and_keeps_the_costs(tmp_path, monkeypatch, capsys):
     path = make_notebook(tmp_path, [HEAVY.format(name="a", value="1"), "print(a)"])
     assert main(["explain", path]) == 0
     assert "measured by nb2cwl calibrate" in capsys.readouterr().out
+
+
+def _timed(sources_and_seconds: list[tuple[str, float]]) -> list:
+    """Code cells whose execution timing JupyterLab recorded: `seconds` each."""
+    cells = []
+    for source, seconds in sources_and_seconds:
+        cell = nbformat.v4.new_code_cell(source)
+        end = f"2024-01-01T00:00:{seconds:06.3f}Z"
+        cell.metadata["execution"] = {"iopub.execute_input": "2024-01-01T00:00:00.000Z",
+                                      "shell.execute_reply": end}
+        cells.append(cell)
+    return cells
+
+
+def test_a_light_cell_after_side_by_side_steps_joins_a_branch(tmp_path):
+    """On its own it would pay a boundary and wait for a core; it joins the branch whose
+    values it needs, or the one that ends first."""
+    light = [("a = 1", 2.0), ("b = 2", 3.0), ("c = 3", 0.2), ("print(a, b, c)", 0.01)]
+    workflow = compile_notebook(make_notebook(tmp_path, _timed(light)))
+    assert _cells(workflow) == [[0, 2], [1], [3]]
+    joined = workflow.steps[0]
+    assert joined.name == "cells_0_and_2"  # cell 1 runs in another step
+    assert any("cell_2 (about 0.2 s of work) joined it" in r for r in joined.reasons)
+    assert any("runs beside cell_1" in r for r in joined.reasons)
+
+    needs_b = [light[0], light[1], ("c = b + 1", 0.2), light[3]]
+    assert _cells(compile_notebook(make_notebook(tmp_path, _timed(needs_b)))) == [
+        [0], [1, 2], [3]]
+    both = [light[0], light[1], ("c = a + b", 0.2), light[3]]  # needs both: after them
+    assert _cells(compile_notebook(make_notebook(tmp_path, _timed(both)))) == [
+        [0], [1], [2, 3]]
+
+
+@pytest.mark.streamflow
+def test_a_joined_branch_runs_as_in_jupyter(tmp_path):
+    from equivalence import run_with_nbclient, run_with_workflow
+
+    cells = _timed([
+        ("import random\nimport time\nrandom.seed(1)\nstate = random.random()", 0.01),
+        ("time.sleep(0.3)\nfirst = [random.random() for _ in range(3)]\nprint(first)", 2.0),
+        ("time.sleep(0.3)\nsecond = sorted(range(5), reverse=True)\nprint(second)", 3.0),
+        ("after = random.Random(5).random() + state\nprint('beside', after)", 0.2),
+        ("print(len(first) + len(second), round(after, 6))", 0.01)])
+    source = Path(make_notebook(tmp_path, cells))
+    ours, _ = run_with_workflow(source, tmp_path / "workflow")
+    workflow = compile_notebook(str(source))
+    assert _cells(workflow) == [[0], [1, 3], [2], [4]]
+    assert any("cell_3 (about 0.2 s of work) joined it" in r for r in workflow.steps[1].reasons)
+    assert ours == run_with_nbclient(source, tmp_path / "kernel")

@@ -52,7 +52,9 @@ def partition(workflow: Workflow, costs: Mapping[str, Costs], default: Costs,
             segments.append([step])
         else:
             segments[-1].append(step)
-    merged = embed_quiet_cells(_merged(workflow, segments, apart, costs, default, profile))
+    joined = _join_branches(workflow, segments, apart, reached, costs, default)
+    merged = embed_quiet_cells(_merged(workflow, segments, apart, costs, default, profile,
+                                       joined))
     try:
         validate_workflow(merged)
     except InvalidWorkflow:  # an unusual shape (a tag spanning others): leave the steps be
@@ -114,6 +116,98 @@ def _standing_apart(workflow: Workflow, steps: list[Step], costs: Mapping[str, C
     return reasons
 
 
+def _join_branches(workflow: Workflow, segments: list[list[Step]], apart: dict[str, str],
+                   reached: set[str], costs: Mapping[str, Costs],
+                   default: Costs) -> dict[str, str]:
+    """Light steps after steps that run side by side join one of those branches, in
+    `segments`: the steps that open a segment, as long as they need nothing the other
+    branches make and the branches then end sooner than with a step of their own, which pays
+    a boundary and waits for a free core. Returns each branch that took steps, with the
+    reason."""
+    if len(apart) < 2:
+        return {}
+    ancestors = _ancestors(workflow)
+    bit = {name: 1 << number for number, name in enumerate(ancestors)}
+    branches = [seg[0] for seg in segments
+                if seg[0].name in apart and _joinable(seg[0]) and len(seg) == 1]
+    joined: dict[str, str] = {}
+    for segment in list(segments):
+        if segment[0].name in apart:
+            continue
+        moved: list[Step] = []
+        chosen: tuple[float, float, Step] | None = None
+        for step in segment:
+            if not _joinable(step) or step.sees_all_files:
+                break
+            fit = _best_branch([*moved, step], branches, segments, ancestors, bit, reached,
+                               costs, default)
+            if fit is None or (chosen is not None and fit[2] is not chosen[2]):
+                break
+            moved.append(step)
+            chosen = fit
+        if chosen is None:
+            continue
+        ends, alone, branch = chosen
+        next(seg for seg in segments if seg[0] is branch).extend(moved)
+        del segment[:len(moved)]
+        if not segment:
+            segments.remove(segment)
+        names = ", ".join(s.name for s in moved)
+        seconds = sum(step_seconds(s) for s in moved)
+        joined[branch.name] = (
+            f"{names} ({about(seconds)} of work) joined it: it needs nothing the steps beside "
+            f"make, and the branches then end after {about(ends)} instead of {about(alone)} "
+            f"with a step of its own, which pays a boundary and waits for a free core")
+    return joined
+
+
+def _best_branch(moving: list[Step], branches: list[Step], segments: list[list[Step]],
+                 ancestors: dict[str, int], bit: dict[str, int], reached: set[str],
+                 costs: Mapping[str, Costs], default: Costs
+                 ) -> tuple[float, float, Step] | None:
+    """The branch `moving` would join (its end, the end with a step of their own, the
+    branch), or None where no branch has all they need or joining one gains nothing."""
+    own = sum(bit[s.name] for s in moving)
+    needs = 0
+    for member in moving:
+        needs |= ancestors[member.name]
+    needs &= ~own
+    seconds = sum(step_seconds(s) for s in moving)
+    fits = []
+    for branch in branches:
+        if (branch.first_cell > moving[0].first_cell
+                or needs & ~(ancestors[branch.name] | bit[branch.name])
+                or _placement(branch) != _placement(moving[0])
+                or (branch.name in reached) != (moving[0].name in reached)):
+            continue
+        beside = [_branch_seconds(o, segments) for o in branches if o is not branch
+                  and not ancestors[o.name] & bit[branch.name]
+                  and not ancestors[branch.name] & bit[o.name]]
+        if not beside:
+            continue
+        mine = _branch_seconds(branch, segments)
+        here = costs_for(branch, costs, default)
+        running = [mine, *beside]
+        # on their own they start once the branch they need has ended and a core is free
+        start = max(0.0 if len(running) < here.cores else min(running),
+                    mine if needs & bit[branch.name] else 0.0)
+        alone = max(*running, start + here.step_seconds + seconds)
+        ends = max(*beside, mine + seconds)
+        if ends <= alone:
+            fits.append((ends, alone, branch))
+    return min(fits, key=lambda fit: fit[0]) if fits else None
+
+
+def _joinable(step: Step) -> bool:
+    return (not step.is_skeleton_part and step.training is None
+            and not step.name.startswith(TAGGED))
+
+
+def _branch_seconds(branch: Step, segments: list[list[Step]]) -> float:
+    host = next(seg for seg in segments if seg[0] is branch)
+    return sum(step_seconds(s) for s in host)
+
+
 def reached_by_sweep(workflow: Workflow, swept: set[str]) -> set[str]:
     """The steps a swept parameter reaches: those that take its value, and every step that
     takes something from one of them."""
@@ -155,10 +249,18 @@ def _inside_span(step: Step, apart: dict[str, str], workflow: Workflow) -> bool:
 
 
 def _merged(workflow: Workflow, segments: list[list[Step]], apart: dict[str, str],
-            costs: Mapping[str, Costs], default: Costs, profile: Profile | None) -> Workflow:
+            costs: Mapping[str, Costs], default: Costs, profile: Profile | None,
+            joined: Mapping[str, str]) -> Workflow:
     renamed: dict[str, str] = {}
     fused: list[Step] = []
     for segment in segments:
+        host = segment[0].name
+        if host in joined:
+            merged = _merge(segment, workflow, costs, default, profile,
+                            why=(f"a step of its own: {apart[host]}", joined[host]))
+            renamed.update({member.name: merged.name for member in segment})
+            fused.append(merged)
+            continue
         if len(segment) == 1:
             step = segment[0]
             why = apart.get(step.name)
@@ -176,7 +278,8 @@ def _merged(workflow: Workflow, segments: list[list[Step]], apart: dict[str, str
 
 
 def _merge(segment: list[Step], workflow: Workflow, costs: Mapping[str, Costs],
-           default: Costs, profile: Profile | None) -> Step:
+           default: Costs, profile: Profile | None,
+           why: tuple[str, ...] = ()) -> Step:
     inside = {step.name for step in segment}
     inputs: dict[str, StepInput] = {}
     replay: dict[str, None] = {}
@@ -199,15 +302,15 @@ def _merge(segment: list[Step], workflow: Workflow, costs: Mapping[str, Costs],
     seconds = sum(step_seconds(s) for s in segment)
     boundary = costs_for(segment[0], costs, default)
     crossing = sum(value_bytes(s, var, profile) for s in segment for var in s.outputs)
-    reasons.append(
+    reasons += why or [
         f"fused {len(segment)} steps ({workflow.shown_cells(c.index for c in cells)}): "
         f"{about(seconds)} of work with no independent heavy step beside it, so no boundary "
         f"among them pays (one costs {about(boundary.step_seconds)}"
         + (f", plus {about(crossing / boundary.bytes_per_second)} for the values" if crossing
-           else "") + f"; {boundary.source})")
+           else "") + f"; {boundary.source})"]
     first = segment[0]
     return Step(
-        name=f"cells_{cells[0].index}_to_{cells[-1].index}",
+        name=_fused_name(sorted(cell.index for cell in cells), workflow),
         cells=cells,
         inputs=tuple(sorted(inputs.values(), key=lambda i: i.var)),
         outputs=tuple(outputs),
@@ -222,6 +325,19 @@ def _merge(segment: list[Step], workflow: Workflow, costs: Mapping[str, Costs],
                          if any(p.name in s.parameters for s in segment)),
         defines=tuple(sorted({name for s in segment for name in s.defines})),
     )
+
+
+def _fused_name(indices: list[int], workflow: Workflow) -> str:
+    """`cells_1_to_3`; `cells_1_and_3` where another step runs the cells between."""
+    others = {c.index for s in workflow.steps for c in s.cells} - set(indices)
+    runs: list[list[int]] = []
+    for index in indices:
+        if runs and not any(runs[-1][-1] < other < index for other in others):
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return "cells_" + "_and_".join(
+        str(run[0]) if len(run) == 1 else f"{run[0]}_to_{run[-1]}" for run in runs)
 
 
 def _rename(step: Step, names: dict[str, str]) -> Step:
