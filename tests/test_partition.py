@@ -189,6 +189,43 @@ def test_a_light_cell_after_side_by_side_steps_joins_a_branch(tmp_path):
         [0], [1], [2, 3]]
 
 
+def _two_cores(tmp_path) -> CompileOptions:
+    definitions = tmp_path / "two.yml"
+    definitions.write_text("deployments:\n  two:\n    type: local\n    config: {}\n"
+                           "    nb2cwl:\n      costs: {step_seconds: 0.3, cores: 2}\n")
+    return CompileOptions(deployment="two", deployment_file=str(definitions))
+
+
+def test_a_join_that_gains_says_by_how_much(tmp_path):
+    cells = _timed([("a = 1", 2.0), ("b = 2", 2.1), ("c = 3", 0.3), ("print(a, b, c)", 0.01)])
+    workflow = compile_notebook(make_notebook(tmp_path, cells), _two_cores(tmp_path))
+    assert _cells(workflow) == [[0, 2], [1], [3]]
+    reason = next(r for r in workflow.steps[0].reasons if "joined it" in r)
+    assert "end after about 2.3 s instead of about 2.6 s" in reason, reason
+    assert "waits for a free core" in reason
+    other = next(r for r in workflow.steps[1].reasons if "runs beside" in r)
+    assert "runs beside cells_0_and_2 " in other, other  # the joined step's name
+
+
+@pytest.mark.parametrize(("hazard", "apart"), [
+    # a definition in the other branch's cell would run before cell 1, or not at all (cell 3
+    # may join the branch that defines it, cell 2)
+    ([("def helper():\n    return 1", 0.0), ("a = helper()", 2.0),
+      ("def helper():\n    return 2\nb = 2", 2.1), ("c = helper()", 0.3),
+      ("print(a, b, c)", 0.01)], (1, 3)),
+    # the other branch reads it: joined to cell 0, cell 2 would wait for cell 0
+    ([("a = 1", 2.0), ("c = 3", 0.3), ("b = c + 1", 2.1), ("print(a, b, c)", 0.01)], (0, 1)),
+    # files stay with the steps the file plan orders by their first cell
+    ([("a = 1", 2.0), ("b = 2", 2.1), ("open('c.txt', 'w').write('3')", 0.3),
+      ("print(a, b, open('c.txt').read())", 0.01)], (0, 2)),
+])
+def test_no_join_where_it_would_change_a_result_or_hold_a_branch_up(tmp_path, hazard, apart):
+    workflow = compile_notebook(make_notebook(tmp_path, _timed(hazard)), _two_cores(tmp_path))
+    assert len([s for s in workflow.steps if any("runs beside" in r for r in s.reasons)]) == 2
+    assert not any(set(apart) <= {c.index for c in s.cells} for s in workflow.steps), (
+        _cells(workflow))
+
+
 @pytest.mark.streamflow
 def test_a_joined_branch_runs_as_in_jupyter(tmp_path):
     from equivalence import run_with_nbclient, run_with_workflow
@@ -197,11 +234,12 @@ def test_a_joined_branch_runs_as_in_jupyter(tmp_path):
         ("import random\nimport time\nrandom.seed(1)\nstate = random.random()", 0.01),
         ("time.sleep(0.3)\nfirst = [random.random() for _ in range(3)]\nprint(first)", 2.0),
         ("time.sleep(0.3)\nsecond = sorted(range(5), reverse=True)\nprint(second)", 3.0),
-        ("after = random.Random(5).random() + state\nprint('beside', after)", 0.2),
+        ("def shown(value):\n    return f'beside {value:.6f}'", 0.0),  # run in its place
+        ("after = random.Random(5).random() + state\nprint(shown(after))", 0.2),
         ("print(len(first) + len(second), round(after, 6))", 0.01)])
     source = Path(make_notebook(tmp_path, cells))
     ours, _ = run_with_workflow(source, tmp_path / "workflow")
     workflow = compile_notebook(str(source))
-    assert _cells(workflow) == [[0], [1, 3], [2], [4]]
-    assert any("cell_3 (about 0.2 s of work) joined it" in r for r in workflow.steps[1].reasons)
+    assert _cells(workflow) == [[0], [1, 3, 4], [2], [5]]
+    assert any("cell_4 (about 0.2 s of work) joined it" in r for r in workflow.steps[1].reasons)
     assert ours == run_with_nbclient(source, tmp_path / "kernel")

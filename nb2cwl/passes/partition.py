@@ -5,7 +5,8 @@ one core they run side by side, and each saves more than a boundary costs (cost_
 It is needed where a user asked for it (an nb2cwl:step tag), where the placement differs
 (another deployment, other resources), around the parts of a scattered loop, and around a
 training step. Everything else is fused, in notebook order: the steps between two boundaries
-become one. The analysis' "kept together" groups arrive as single steps already and are never
+become one, except that light steps after heavy steps running side by side may join one of
+them (branch_join.py). The analysis' "kept together" groups arrive as single steps already and are never
 split. `granularity="cell"` keeps one step per cell (for debugging).
 """
 
@@ -16,6 +17,7 @@ from dataclasses import replace
 
 from nb2cwl.ir.model import Step, StepInput, Workflow
 from nb2cwl.ir.validate import InvalidWorkflow, topological_order, validate_workflow
+from nb2cwl.passes.branch_join import Graph, join_branches
 from nb2cwl.passes.cost_model import (
     Costs,
     Profile,
@@ -52,7 +54,7 @@ def partition(workflow: Workflow, costs: Mapping[str, Costs], default: Costs,
             segments.append([step])
         else:
             segments[-1].append(step)
-    joined = _join_branches(workflow, segments, apart, reached, costs, default)
+    joined = _joined(workflow, segments, apart, reached, costs, default)
     merged = embed_quiet_cells(_merged(workflow, segments, apart, costs, default, profile,
                                        joined))
     try:
@@ -99,13 +101,10 @@ def _standing_apart(workflow: Workflow, steps: list[Step], costs: Mapping[str, C
              and costs_for(s, costs, default).cores > 1}
     if len(heavy) < 2:
         return reasons
-    ancestors = _ancestors(workflow)
-    bit = {name: 1 << number for number, name in enumerate(ancestors)}
+    graph = _graph(workflow)
     for name, seconds in heavy.items():
         for other, other_seconds in heavy.items():
-            independent = other != name and not (ancestors[name] & bit[other]) and not (
-                ancestors[other] & bit[name])
-            if independent and name not in reasons:
+            if graph.independent(name, other) and name not in reasons:
                 step = workflow.step(name)
                 boundary = costs_for(step, costs, default)
                 gain = min(seconds, other_seconds) - 2 * boundary.step_seconds
@@ -114,98 +113,6 @@ def _standing_apart(workflow: Workflow, steps: list[Step], costs: Mapping[str, C
                                  f"boundary costs {about(boundary.step_seconds)} here, so "
                                  f"{about(gain)} gained")
     return reasons
-
-
-def _join_branches(workflow: Workflow, segments: list[list[Step]], apart: dict[str, str],
-                   reached: set[str], costs: Mapping[str, Costs],
-                   default: Costs) -> dict[str, str]:
-    """Light steps after steps that run side by side join one of those branches, in
-    `segments`: the steps that open a segment, as long as they need nothing the other
-    branches make and the branches then end sooner than with a step of their own, which pays
-    a boundary and waits for a free core. Returns each branch that took steps, with the
-    reason."""
-    if len(apart) < 2:
-        return {}
-    ancestors = _ancestors(workflow)
-    bit = {name: 1 << number for number, name in enumerate(ancestors)}
-    branches = [seg[0] for seg in segments
-                if seg[0].name in apart and _joinable(seg[0]) and len(seg) == 1]
-    joined: dict[str, str] = {}
-    for segment in list(segments):
-        if segment[0].name in apart:
-            continue
-        moved: list[Step] = []
-        chosen: tuple[float, float, Step] | None = None
-        for step in segment:
-            if not _joinable(step) or step.sees_all_files:
-                break
-            fit = _best_branch([*moved, step], branches, segments, ancestors, bit, reached,
-                               costs, default)
-            if fit is None or (chosen is not None and fit[2] is not chosen[2]):
-                break
-            moved.append(step)
-            chosen = fit
-        if chosen is None:
-            continue
-        ends, alone, branch = chosen
-        next(seg for seg in segments if seg[0] is branch).extend(moved)
-        del segment[:len(moved)]
-        if not segment:
-            segments.remove(segment)
-        names = ", ".join(s.name for s in moved)
-        seconds = sum(step_seconds(s) for s in moved)
-        joined[branch.name] = (
-            f"{names} ({about(seconds)} of work) joined it: it needs nothing the steps beside "
-            f"make, and the branches then end after {about(ends)} instead of {about(alone)} "
-            f"with a step of its own, which pays a boundary and waits for a free core")
-    return joined
-
-
-def _best_branch(moving: list[Step], branches: list[Step], segments: list[list[Step]],
-                 ancestors: dict[str, int], bit: dict[str, int], reached: set[str],
-                 costs: Mapping[str, Costs], default: Costs
-                 ) -> tuple[float, float, Step] | None:
-    """The branch `moving` would join (its end, the end with a step of their own, the
-    branch), or None where no branch has all they need or joining one gains nothing."""
-    own = sum(bit[s.name] for s in moving)
-    needs = 0
-    for member in moving:
-        needs |= ancestors[member.name]
-    needs &= ~own
-    seconds = sum(step_seconds(s) for s in moving)
-    fits = []
-    for branch in branches:
-        if (branch.first_cell > moving[0].first_cell
-                or needs & ~(ancestors[branch.name] | bit[branch.name])
-                or _placement(branch) != _placement(moving[0])
-                or (branch.name in reached) != (moving[0].name in reached)):
-            continue
-        beside = [_branch_seconds(o, segments) for o in branches if o is not branch
-                  and not ancestors[o.name] & bit[branch.name]
-                  and not ancestors[branch.name] & bit[o.name]]
-        if not beside:
-            continue
-        mine = _branch_seconds(branch, segments)
-        here = costs_for(branch, costs, default)
-        running = [mine, *beside]
-        # on their own they start once the branch they need has ended and a core is free
-        start = max(0.0 if len(running) < here.cores else min(running),
-                    mine if needs & bit[branch.name] else 0.0)
-        alone = max(*running, start + here.step_seconds + seconds)
-        ends = max(*beside, mine + seconds)
-        if ends <= alone:
-            fits.append((ends, alone, branch))
-    return min(fits, key=lambda fit: fit[0]) if fits else None
-
-
-def _joinable(step: Step) -> bool:
-    return (not step.is_skeleton_part and step.training is None
-            and not step.name.startswith(TAGGED))
-
-
-def _branch_seconds(branch: Step, segments: list[list[Step]]) -> float:
-    host = next(seg for seg in segments if seg[0] is branch)
-    return sum(step_seconds(s) for s in host)
 
 
 def reached_by_sweep(workflow: Workflow, swept: set[str]) -> set[str]:
@@ -221,7 +128,7 @@ def reached_by_sweep(workflow: Workflow, swept: set[str]) -> set[str]:
     return reached
 
 
-def _ancestors(workflow: Workflow) -> dict[str, int]:
+def _graph(workflow: Workflow) -> Graph:
     """Every step's ancestors as a bit set (bit i: the i-th step of a topological order)."""
     order = topological_order(workflow)
     bit = {name: 1 << number for number, name in enumerate(order)}
@@ -231,7 +138,23 @@ def _ancestors(workflow: Workflow) -> dict[str, int]:
         for producer in workflow.step(name).depends_on():
             mask |= found[producer] | bit[producer]
         found[name] = mask
-    return {name: found[name] for name in order}
+    return Graph(found, bit)
+
+
+def _joined(workflow: Workflow, segments: list[list[Step]], apart: dict[str, str],
+            reached: set[str], costs: Mapping[str, Costs],
+            default: Costs) -> dict[str, list[str]]:
+    """Light steps after steps that run side by side join one of them (branch_join.py)."""
+    if len(apart) < 2:
+        return {}
+    movable = {s.name for s in workflow.steps
+               if s.name not in apart and not s.name.startswith(TAGGED)}
+    branches = [segment[0] for segment in segments
+                if segment[0].name in apart and len(segment) == 1
+                and not segment[0].is_skeleton_part and segment[0].training is None
+                and not segment[0].name.startswith(TAGGED)]
+    return join_branches(workflow, segments, branches, _graph(workflow), movable, reached,
+                         costs, default)
 
 
 def _placement(step: Step) -> tuple:
@@ -250,14 +173,14 @@ def _inside_span(step: Step, apart: dict[str, str], workflow: Workflow) -> bool:
 
 def _merged(workflow: Workflow, segments: list[list[Step]], apart: dict[str, str],
             costs: Mapping[str, Costs], default: Costs, profile: Profile | None,
-            joined: Mapping[str, str]) -> Workflow:
+            joined: Mapping[str, list[str]]) -> Workflow:
     renamed: dict[str, str] = {}
     fused: list[Step] = []
     for segment in segments:
         host = segment[0].name
         if host in joined:
             merged = _merge(segment, workflow, costs, default, profile,
-                            why=(f"a step of its own: {apart[host]}", joined[host]))
+                            why=(f"a step of its own: {apart[host]}", *joined[host]))
             renamed.update({member.name: merged.name for member in segment})
             fused.append(merged)
             continue
@@ -271,6 +194,8 @@ def _merged(workflow: Workflow, segments: list[list[Step]], apart: dict[str, str
         renamed.update({member.name: merged.name for member in segment})
         fused.append(merged)
     fused = [_rename(s, renamed) for s in fused]
+    fused = [replace(s, reasons=tuple(_beside_renamed(r, renamed) for r in s.reasons))
+             for s in fused]
     fused.sort(key=lambda s: s.first_cell)
     names = {cell.index: s.name for s in fused for cell in s.cells}
     cells = tuple(replace(v, step=names.get(v.index, v.step)) for v in workflow.cells)
@@ -325,6 +250,13 @@ def _merge(segment: list[Step], workflow: Workflow, costs: Mapping[str, Costs],
                          if any(p.name in s.parameters for s in segment)),
         defines=tuple(sorted({name for s in segment for name in s.defines})),
     )
+
+
+def _beside_renamed(reason: str, renamed: Mapping[str, str]) -> str:
+    """A reason naming the step it runs beside by that step's name after fusing."""
+    for old, new in renamed.items():
+        reason = reason.replace(f"runs beside {old} (", f"runs beside {new} (")
+    return reason
 
 
 def _fused_name(indices: list[int], workflow: Workflow) -> str:
