@@ -6,8 +6,8 @@ It is needed where a user asked for it (an nb2cwl:step tag), where the placement
 (another deployment, other resources), around the parts of a scattered loop, and around a
 training step. Everything else is fused, in notebook order: the steps between two boundaries
 become one, except that light steps after heavy steps running side by side may join one of
-them (branch_join.py). The analysis' "kept together" groups arrive as single steps already and are never
-split. `granularity="cell"` keeps one step per cell (for debugging).
+them (branch_join.py). The analysis' "kept together" groups arrive as single steps already
+and are never split. `granularity="cell"` keeps one step per cell (for debugging).
 """
 
 from __future__ import annotations
