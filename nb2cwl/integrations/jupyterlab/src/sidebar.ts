@@ -6,13 +6,13 @@
 import type { CommandRegistry } from '@lumino/commands';
 import { Widget } from '@lumino/widgets';
 
-import { FINAL_RUN_STATUSES, type Granularity, type Nb2cwlApi } from './api';
+import type { Granularity, Nb2cwlApi } from './api';
 import { CommandIDs } from './commands';
 import { el, setText } from './dom';
-import { formatSeconds, oneLine } from './format';
 import { nb2cwlIcon } from './icon';
-import { RunList, runDuration } from './run_list';
+import { RunList } from './run_list';
 import type { NotebookSession } from './session';
+import { statusLine } from './status_line';
 
 export const SIDEBAR_ID = 'nb2cwl-sidebar';
 
@@ -337,74 +337,8 @@ export class Nb2cwlSidebar extends Widget {
       count === undefined || count === null ? '' : String(count);
   }
 
-  private _statusLine(): { text: string; state: string; title?: string } {
-    const session = this._session;
-    if (!session) {
-      return { text: 'Open a notebook to run it with nb2cwl.', state: 'idle' };
-    }
-    if (session.serverError) {
-      return {
-        text: `nb2cwl server extension unavailable: ${session.serverError}`,
-        state: 'error'
-      };
-    }
-    if (session.isStarting) {
-      return { text: 'Starting a run…', state: 'running' };
-    }
-    const run = session.run;
-    if (run && !FINAL_RUN_STATUSES.includes(run.status)) {
-      const { finished, running, total } = session.stepProgress();
-      const current = Math.min(total, finished + (running > 0 ? 1 : 0));
-      const parts = [run.status === 'queued' ? 'Queued' : 'Running'];
-      if (total > 0) {
-        parts.push(`step ${current}/${total}`);
-      }
-      if (run.deployment) {
-        parts.push(`on ${run.deployment}`);
-      }
-      const elapsed = runDuration(run);
-      if (elapsed !== null) {
-        parts.push(formatSeconds(elapsed));
-      }
-      return {
-        text: parts.join(' · '),
-        state: run.status,
-        title: `run ${run.id}`
-      };
-    }
-    if (session.actionError) {
-      return { text: session.actionError, state: 'error' };
-    }
-    if (session.analysisError) {
-      return { text: session.analysisError, state: 'error' };
-    }
-    if (run) {
-      const parts = [`Last run ${run.status}`];
-      const duration = runDuration(run);
-      if (duration !== null) {
-        parts.push(formatSeconds(duration));
-      }
-      let text = parts.join(' · ');
-      if (run.error) {
-        text += `: ${oneLine(run.error)}`;
-      }
-      return {
-        text,
-        state: run.status,
-        title: `run ${run.id}: ${parts.join(' · ')}${run.error ? `\n${run.error}` : ''}`
-      };
-    }
-    if (!session.graph) {
-      return { text: 'Analysing the notebook…', state: 'idle' };
-    }
-    return {
-      text: `Ready: ${session.graph.steps.length} step${session.graph.steps.length === 1 ? '' : 's'}`,
-      state: 'idle'
-    };
-  }
-
   private _renderStatus(): void {
-    const { text, state, title } = this._statusLine();
+    const { text, state, title } = statusLine(this._session);
     setText(this._statusText, text);
     this._status.title = title ?? text;
     this._retry.hidden = !this._session?.serverError;
