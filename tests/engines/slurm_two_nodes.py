@@ -207,9 +207,19 @@ def start_two_nodes(base: Path) -> TwoNodeCluster:
         wait_idle(cluster)
     except EngineError as exc:
         logs = "\n".join(f.read_text()[-600:] for f in sorted((base / "log").glob("*.log")))
+        network = _network_state(cluster)
         stop_two_nodes(cluster)
-        raise EngineError(f"{exc}\n{logs}") from None
+        raise EngineError(f"{exc}\n{logs}\n{network}") from None
     return cluster
+
+
+def _network_state(cluster: TwoNodeCluster) -> str:
+    """What the controller's and the nodes' addresses look like now (for a failed start)."""
+    commands = [["ip", "-4", "-o", "addr", "show"], ["ip", "route", "get", f"{cluster.subnet}.1"],
+                ["ip", "route", "get", f"{cluster.subnet}.11"], ["ip", "netns", "list"],
+                ["ss", "-ltnp"]]
+    return "\n".join(f"$ {' '.join(c)}\n" + run(c, check=False).stdout[-1500:]
+                     for c in commands if shutil.which(c[0]))
 
 
 def stop_two_nodes(cluster: TwoNodeCluster) -> None:
@@ -230,13 +240,19 @@ def _stale_networks() -> None:
 @pytest.fixture(scope="session")
 def slurm_two_nodes() -> Iterator[TwoNodeCluster]:
     """A running two-node cluster for the session (tests set SLURM_CONF from `env`)."""
-    base = Path(tempfile.mkdtemp(prefix="nb2cwl-slurm2-"))
-    try:
-        _stale_networks()
-        cluster = start_two_nodes(base)
-    except (EngineError, OSError) as exc:
-        shutil.rmtree(base, ignore_errors=True)
-        engine_unavailable(f"no two-node Slurm cluster: {exc}")
+    first: Exception | None = None
+    for _ in range(2):  # a second try in a fresh folder, subnet and port (the error: both)
+        base = Path(tempfile.mkdtemp(prefix="nb2cwl-slurm2-"))
+        try:
+            _stale_networks()
+            cluster = start_two_nodes(base)
+            break
+        except (EngineError, OSError) as exc:
+            shutil.rmtree(base, ignore_errors=True)
+            if first is not None:
+                engine_unavailable(f"no two-node Slurm cluster: {first}\n"
+                                   f"and again: {exc}")
+            first = exc
     try:
         yield cluster
     finally:
