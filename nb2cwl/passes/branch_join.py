@@ -110,7 +110,7 @@ def _best_branch(workflow: Workflow, moving: list[Step], branches: list[Step],
     for branch in branches:
         reach = graph.ancestors[branch.name] | graph.bit[branch.name]
         if (branch.first_cell > moving[0].first_cell or needs & ~reach
-                or _placement(branch) != _placement(moving[0])
+                or placement(branch) != placement(moving[0])
                 or (branch.name in reached) != (moving[0].name in reached)
                 or any(not graph.ancestors[r] & graph.bit[branch.name] for r in readers)
                 or not _replays_in_place(workflow, moving, branch)):
@@ -148,7 +148,8 @@ def _replays_in_place(workflow: Workflow, moving: list[Step], branch: Step) -> b
     return True
 
 
-def _placement(step: Step) -> tuple:
+def placement(step: Step) -> tuple:
+    """Where a step runs: steps placed apart never share a step."""
     return step.target, step.resources
 
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from nb2cwl.ir.model import Step, StepInput, Workflow
 from nb2cwl.ir.validate import InvalidWorkflow, topological_order, validate_workflow
-from nb2cwl.passes.branch_join import Graph, join_branches
+from nb2cwl.passes.branch_join import Graph, join_branches, placement
 from nb2cwl.passes.cost_model import (
     Costs,
     Profile,
@@ -42,19 +42,20 @@ def partition(workflow: Workflow, costs: Mapping[str, Costs], default: Costs,
     if granularity == "cell" or len(workflow.steps) < 2:
         return embed_quiet_cells(workflow)
     steps = sorted(workflow.steps, key=lambda s: s.first_cell)
-    apart = _standing_apart(workflow, steps, costs, default)
+    graph = _graph(workflow)  # each step's ancestors, for both decisions below
+    apart = _standing_apart(workflow, steps, graph, costs, default)
     reached = reached_by_sweep(workflow, set(swept))
     segments: list[list[Step]] = []
     for step in steps:
         alone = step.name in apart
         if (alone or not segments or segments[-1][0].name in apart
-                or _placement(segments[-1][0]) != _placement(step)
+                or placement(segments[-1][0]) != placement(step)
                 or (segments[-1][0].name in reached) != (step.name in reached)
                 or _inside_span(step, apart, workflow)):
             segments.append([step])
         else:
             segments[-1].append(step)
-    joined = _joined(workflow, segments, apart, reached, costs, default)
+    joined = _joined(workflow, segments, apart, graph, reached, costs, default)
     merged = embed_quiet_cells(_merged(workflow, segments, apart, costs, default, profile,
                                        joined))
     try:
@@ -85,7 +86,8 @@ def embed_quiet_cells(workflow: Workflow) -> Workflow:
     return replace(workflow, steps=tuple(steps))
 
 
-def _standing_apart(workflow: Workflow, steps: list[Step], costs: Mapping[str, Costs],
+def _standing_apart(workflow: Workflow, steps: list[Step], graph: Graph,
+                    costs: Mapping[str, Costs],
                     default: Costs) -> dict[str, str]:
     """Steps that keep boundaries on both sides, with the reason."""
     reasons: dict[str, str] = {}
@@ -101,7 +103,6 @@ def _standing_apart(workflow: Workflow, steps: list[Step], costs: Mapping[str, C
              and costs_for(s, costs, default).cores > 1}
     if len(heavy) < 2:
         return reasons
-    graph = _graph(workflow)
     for name, seconds in heavy.items():
         for other, other_seconds in heavy.items():
             if graph.independent(name, other) and name not in reasons:
@@ -142,7 +143,7 @@ def _graph(workflow: Workflow) -> Graph:
 
 
 def _joined(workflow: Workflow, segments: list[list[Step]], apart: dict[str, str],
-            reached: set[str], costs: Mapping[str, Costs],
+            graph: Graph, reached: set[str], costs: Mapping[str, Costs],
             default: Costs) -> dict[str, list[str]]:
     """Light steps after steps that run side by side join one of them (branch_join.py)."""
     if len(apart) < 2:
@@ -153,12 +154,9 @@ def _joined(workflow: Workflow, segments: list[list[Step]], apart: dict[str, str
                 if segment[0].name in apart and len(segment) == 1
                 and not segment[0].is_skeleton_part and segment[0].training is None
                 and not segment[0].name.startswith(TAGGED)]
-    return join_branches(workflow, segments, branches, _graph(workflow), movable, reached,
+    return join_branches(workflow, segments, branches, graph, movable, reached,
                          costs, default)
 
-
-def _placement(step: Step) -> tuple:
-    return step.target, step.resources
 
 
 def _inside_span(step: Step, apart: dict[str, str], workflow: Workflow) -> bool:
