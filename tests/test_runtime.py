@@ -195,6 +195,64 @@ def test_cache_key_counts_plain_arguments(tmp_path: Path, monkeypatch: pytest.Mo
     assert cache_key(spec, {"chunk": ["0"], "values": [str(moved)]}) in keys  # content counts
 
 
+class _Killed(BaseException):
+    """A kill in the middle of a store: nothing after it runs."""
+
+
+@pytest.mark.parametrize("moment", ["deleting", "renaming"])
+def test_a_run_killed_while_it_replaces_a_kept_entry_leaves_no_damaged_complete_entry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moment: str) -> None:
+    """`nb2cwl run --refresh` replaces kept outputs. Killed half-way through deleting the
+    earlier entry (or between its renames), the cache holds the earlier entry whole, or no
+    entry: never one marked complete with files missing (fault injection's kill 11)."""
+    import shutil as shutil_module
+
+    from nb2cwl.runtime import cache
+    from nb2cwl.step_cache import entries
+
+    root = tmp_path / "cache"
+    root.mkdir()
+    monkeypatch.setenv("NB2CWL_CACHE_DIR", str(root))
+    out = tmp_path / "out"
+    (out / "files").mkdir(parents=True)
+    (out / "files" / "data.npy").write_bytes(b"old" * 100)
+    (out / "report.json").write_text('{"step": "cell_1"}')
+    cache.store("k", str(out))
+    (out / "files" / "data.npy").write_bytes(b"new" * 100)
+    monkeypatch.setenv("NB2CWL_CACHE_REFRESH", "1")
+    real_rmtree, real_replace = shutil_module.rmtree, os.replace
+    replaced: list[str] = []
+
+    def killed_while_deleting(path: str, ignore_errors: bool = False) -> None:
+        for parent, _, files in os.walk(path):  # the first file goes, then the kill
+            for name in sorted(files, reverse=True):
+                os.unlink(os.path.join(parent, name))
+                raise _Killed
+        real_rmtree(path, ignore_errors=ignore_errors)
+
+    def killed_between_renames(source: str, target: str) -> None:
+        if replaced:
+            raise _Killed
+        replaced.append(source)
+        real_replace(source, target)
+
+    if moment == "deleting":
+        monkeypatch.setattr(shutil_module, "rmtree", killed_while_deleting)
+    else:
+        monkeypatch.setattr(os, "replace", killed_between_renames)
+    with pytest.raises(_Killed):
+        cache.store("k", str(out))
+    monkeypatch.setattr(shutil_module, "rmtree", real_rmtree)
+    monkeypatch.setattr(os, "replace", real_replace)
+    for entry in entries(str(root)):
+        assert not entry.complete or cache._damage(entry.path) is None, entry
+    monkeypatch.delenv("NB2CWL_CACHE_REFRESH")
+    restored = tmp_path / "restored"
+    if cache.restore("k", str(restored)):  # whole, old or new
+        assert (restored / "files" / "data.npy").read_bytes() in (b"old" * 100, b"new" * 100)
+    assert not cache.discarded, cache.discarded
+
+
 def test_cache_key_is_the_same_from_the_workflows_zip_and_from_a_folder(
         tmp_path: Path) -> None:
     """A step imports the runtime from the workflow's zip, a step of the server from a folder

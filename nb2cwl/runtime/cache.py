@@ -147,20 +147,23 @@ def store(key: str, out: str) -> None:
     """Keep `out` for later runs (written aside first, so a crash leaves no half entry)."""
     root = os.environ[ENV]
     entry = os.path.join(root, key)
-    if os.path.exists(entry):
-        if not (os.environ.get(REFRESH_ENV) or os.environ.get(RERUN_CELLS_ENV)):
-            return
-        shutil.rmtree(entry, ignore_errors=True)  # this run's outputs replace the earlier ones
+    replacing = os.path.exists(entry)
+    if replacing and not (os.environ.get(REFRESH_ENV) or os.environ.get(RERUN_CELLS_ENV)):
+        return
     staging = os.path.join(root, f".{key}.{os.getpid()}")
+    earlier = os.path.join(root, f".{key}.{os.getpid()}.earlier")
     try:
         shutil.copytree(out, os.path.join(staging, "out"))
         with open(os.path.join(staging, "complete"), "w", encoding="utf-8") as handle:
             json.dump({"files": _digests(os.path.join(staging, "out"))}, handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(staging, entry)
+        if replacing:  # this run's outputs replace the earlier ones. Renamed aside in one
+            os.replace(entry, earlier)  # step, never deleted in place: a run killed meanwhile
+        os.replace(staging, entry)  # leaves the earlier entry whole, or no entry, or this one
     except OSError:  # a full disk or a race with a parallel run: the cache is only a help
         shutil.rmtree(staging, ignore_errors=True)
+    shutil.rmtree(earlier, ignore_errors=True)  # hidden, so only ever seen as half-written
 
 
 def _digests(folder: str) -> dict[str, str]:
