@@ -9,9 +9,13 @@ elsewhere, without reusing steps). Targets on 2 cores: every notebook with indep
 most 0.8x, their median at most 0.7x, an order-dependent notebook at most 1.15x; judged on
 the run with known costs, the first run's ratio shown beside it.
 
-- grid_search: a scikit-learn grid of 8 random forests (every `random_state=0`);
+The notebooks' work is sized on this machine before they run (their sizes are printed), as
+the issue describes them: each loop's items about 0.6 s, the heavy cells about 2.5 s.
+
+- grid_search: a scikit-learn grid of 8 random forests (every `random_state=0`; half of them
+  with twice the trees, `[n, 2 * n]`);
 - bootstrap: 8 bootstrap batches of a fit, a NumPy generator seeded per batch;
-- per_file: 8 small CSV files written, then each read and fitted (about 0.6 s an item);
+- per_file: 8 small CSV files written, then each read and fitted;
 - heavy_cells: 2 independent cells of about 2.5 s each (pure Python; NumPy with a seeded
   generator) and a light third one;
 - example: the demo's notebook (notebooks/example.ipynb);
@@ -53,7 +57,7 @@ Xtr, Xte, ytr, yte = train_test_split(X, y, random_state=0)"""
 NOTEBOOKS: dict[str, list[str]] = {
     "grid_search": [_SKLEARN_DATA, """\
 results = []
-for n in [60, 120]:
+for n in [__TREES__, 2 * __TREES__]:
     for depth in [4, 6, 8, 10]:
         model = RandomForestClassifier(n_estimators=n, max_depth=depth, random_state=0)
         model.fit(Xtr, ytr)
@@ -61,7 +65,7 @@ for n in [60, 120]:
 print(max(results, key=lambda r: r[2]))"""],
     "bootstrap": ["import numpy as np\nrng = np.random.default_rng(0)\n"
                   "x = rng.uniform(0, 10, 200)\ny = 2.5 * x + rng.normal(0, 2, 200)", """\
-def batch(seed, resamples=5000):
+def batch(seed, resamples=__RESAMPLES__):
     g = np.random.default_rng(seed)
     out = np.empty(resamples)
     for i in range(resamples):
@@ -83,7 +87,8 @@ coefs = {}
 for path in paths:
     frame = pd.read_csv(path)
     frame["g"] = frame["a"].rolling(50).mean().fillna(0)
-    fits = [Ridge(alpha=a).fit(frame[list("bcdeg")], frame["f"]).coef_[0] for a in range(1, 110)]
+    fits = [Ridge(alpha=a).fit(frame[list("bcdeg")], frame["f"]).coef_[0]
+            for a in range(1, __ALPHAS__ + 1)]
     coefs[path] = round(float(np.mean(fits)), 6)
 coefs"""],
     "heavy_cells": ["import math\nimport numpy as np", """\
@@ -96,25 +101,77 @@ def is_prime(n):
     return True
 
 
-print(sum(1 for n in range(2, 600_000) if is_prime(n)))""", """\
+print(sum(1 for n in range(2, __LIMIT__) if is_prime(n)))""", """\
 inside = 0
 g = np.random.default_rng(7)
-for _ in range(800):
+for _ in range(__ROUNDS__):
     pts = g.random((100_000, 2))
     inside += int((np.einsum("ij,ij->i", pts, pts) <= 1).sum())
     inside += int(sum(1 for v in pts[:4000, 0] if v < 0.5))
-print(4 * inside / 80_000_000)""", """\
+print(4 * inside / (__ROUNDS__ * 100_000))""", """\
 h = np.random.default_rng(11)
 walks = h.normal(size=(300, 20_000)).cumsum(axis=1)
 print(round(float(np.abs(walks).max()), 3), sum(sorted(walks[:, -1].tolist())[:3]) < 0)"""],
     "ordered": ["import numpy as np\nrng = np.random.default_rng(0)", """\
 draws = []
 for i in range(8):
-    sample = rng.normal(size=(1500, 1500))
+    sample = rng.normal(size=(__SIZE__, __SIZE__))
     draws.append(float(np.linalg.eigvalsh(sample @ sample.T).max()))
 print(round(sum(draws), 3))"""],
 }
 ORDERED = {"ordered"}
+
+#: The size tokens of each notebook, set on this machine before it runs so that its work has
+#: the issue's sizes: each loop's 8 items about 0.6 s, each heavy cell about 2.5 s, the ordered
+#: loop's items about 0.5 s. Per token: (setup code, the code of one item or cell with the
+#: token in it, a first size to measure, how the cost grows with the size (its power), the
+#: seconds wanted). Fixed sizes gave items of 0.25 to 0.35 s on a faster machine.
+_PER_FILE_SETUP = """\
+import numpy as np
+import pandas as pd
+from sklearn.linear_model import Ridge
+pd.DataFrame(np.random.default_rng(0).normal(size=(10000, 6)), columns=list('abcdef')).to_csv(
+    PATH, index=False)"""
+_PER_FILE_ITEM = """\
+frame = pd.read_csv(PATH)
+frame["g"] = frame["a"].rolling(50).mean().fillna(0)
+fits = [Ridge(alpha=a).fit(frame[list("bcdeg")], frame["f"]).coef_[0]
+        for a in range(1, __ALPHAS__ + 1)]"""
+SIZES: dict[str, list[tuple[str, str, str, float, float, float]]] = {
+    "grid_search": [("__TREES__", _SKLEARN_DATA,  # the items' mean: 1.5x the first's trees
+                     "RandomForestClassifier(n_estimators=round(1.5 * __TREES__), max_depth=7, "
+                     "random_state=0).fit(Xtr, ytr).score(Xte, yte)", 10, 1.0, 0.6)],
+    "bootstrap": [("__RESAMPLES__", NOTEBOOKS["bootstrap"][0] + "\n"
+                   + NOTEBOOKS["bootstrap"][1].split("\nbatches = []")[0],
+                   "batch(0, __RESAMPLES__)", 300, 1.0, 0.6)],
+    "per_file": [("__ALPHAS__", _PER_FILE_SETUP, _PER_FILE_ITEM, 20, 1.0, 0.6)],
+    "heavy_cells": [("__LIMIT__", NOTEBOOKS["heavy_cells"][0] + "\n"
+                     + NOTEBOOKS["heavy_cells"][1].split("\nprint(")[0],
+                     "sum(1 for n in range(2, __LIMIT__) if is_prime(n))", 100_000, 1.45, 2.5),
+                    ("__ROUNDS__", NOTEBOOKS["heavy_cells"][0],
+                     NOTEBOOKS["heavy_cells"][2].split("\nprint(")[0], 40, 1.0, 2.5)],
+    "ordered": [("__SIZE__", NOTEBOOKS["ordered"][0], "sample = rng.normal(size=(__SIZE__, "
+                 "__SIZE__))\nnp.linalg.eigvalsh(sample @ sample.T).max()", 500, 2.7, 0.5)],
+}
+
+
+def _sized(name: str, work: Path) -> tuple[list[str], dict[str, tuple[int, float]]]:
+    """The notebook's cells with sizes that take the wanted seconds here, and per token its
+    size and the seconds one item (or cell) took at that size, measured in this process."""
+    cells, chosen = NOTEBOOKS[name], {}
+    for token, setup, item, size, power, wanted in SIZES.get(name, []):
+        namespace: dict = {"PATH": str(work / "probe.csv")}
+        exec(setup.replace(token, str(round(size))), namespace)
+        seconds = 0.0
+        for attempt in range(4):  # measured, scaled by the cost's power law, three times
+            started = time.perf_counter()
+            exec(item.replace(token, str(round(size))), namespace)
+            seconds = time.perf_counter() - started
+            if attempt < 3:
+                size *= (wanted / seconds) ** (1 / power)
+        chosen[token] = (round(size), seconds)
+        cells = [c.replace(token, str(round(size))) for c in cells]
+    return cells, chosen
 
 
 def _notebook(path: Path, cells: list[str]) -> None:
@@ -159,7 +216,12 @@ def main() -> int:
             if name == "example":
                 shutil.copyfile(ROOT / "notebooks" / "example.ipynb", path)
             else:
-                _notebook(path, NOTEBOOKS[name])
+                cells, sizes = _sized(name, folder)
+                _notebook(path, cells)
+                print(f"{name}: " + ", ".join(f"{token.strip('_').lower()} {size} (one item "
+                                              f"{seconds:.2f} s here)"
+                                              for token, (size, seconds) in sizes.items()),
+                      flush=True)
             kernels, firsts, knowns = [], [], []
             for _ in range(args.repeats):  # interleaved: the host's drift hits all three
                 shutil.rmtree(folder / "wf", ignore_errors=True)

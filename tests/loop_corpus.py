@@ -67,6 +67,20 @@ for n in [5, 10, 20]:
         model.fit(Xtr, ytr)
         results.append((n, depth, model.score(Xte, yte)))
 print(max(results, key=lambda r: r[2]))""",
+    "grid_computed_sizes": """\
+base = 5
+sized = []
+for n in [base, 2 * base, base ** 2 - 5]:
+    for depth in [2, -(-7 // 2)]:
+        model = RandomForestClassifier(n_estimators=n, max_depth=depth, random_state=0)
+        model.fit(Xtr, ytr)
+        sized.append((n, depth, model.score(Xte, yte)))
+print(max(sized, key=lambda r: r[2]))""",
+    "files_named_by_fstrings": """\
+lengths = []
+for name in [f"part{i}.csv" for i in range(4)]:
+    lengths.append((name, len(pd.read_csv(name))))
+lengths""",
     "grid_dict_of_scores": """\
 scores = {}
 for C in [0.01, 0.1, 1.0, 10.0]:

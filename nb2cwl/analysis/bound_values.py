@@ -17,7 +17,7 @@ from nb2cwl.analysis.effects import Effects, Hold
 from nb2cwl.analysis.names import (
     root_name,
 )
-from nb2cwl.analysis.scalars import constant
+from nb2cwl.analysis.scalars import constant, scalar_collection
 
 if TYPE_CHECKING:
     from nb2cwl.analysis.state import NamespaceState
@@ -166,9 +166,9 @@ class BoundValues:
         """A collection whose items are all numbers or strings: range(...), [1, 'a'], a dict
         of them, ... (not an empty one: what it will hold is not known)."""
         if isinstance(value, (nodes.List, nodes.Tuple, nodes.Set)):
-            return bool(value.elts) and all(isinstance(e, nodes.Const) for e in value.elts)
+            return bool(value.elts) and all(constant(e, self.state) for e in value.elts)
         if isinstance(value, nodes.Dict):  # {"control": 0.0, "a": 3.0}: keys and values
-            return bool(value.items) and all(constant(k) and constant(v)
+            return bool(value.items) and all(constant(k, self.state) and constant(v, self.state)
                                              for k, v in value.items)
         if isinstance(value, nodes.Call) and isinstance(value.func, nodes.Name):
             if value.func.name == "range":
@@ -178,15 +178,7 @@ class BoundValues:
                     isinstance(value.args[0], nodes.Name)
                     and value.args[0].name in self.state.immutable_items)
         if isinstance(value, (nodes.ListComp, nodes.SetComp, nodes.GeneratorExp)):
-            element = value.elt
-            own = {n.name for g in value.generators
-                   for n in g.target.nodes_of_class(nodes.AssignName)}
-            sources = [g.iter for g in value.generators]
-            bare = isinstance(element, nodes.Name) and element.name in own
-            return bare and all(
-                self._immutable_items(s) or (isinstance(s, nodes.Name)
-                                             and s.name in self.state.immutable_items)
-                for s in sources)
+            return scalar_collection(value, self.state)  # [f"part{i}.csv" for i in range(4)]
         return False
 
     def _state_of_value(self, value: nodes.NodeNG) -> kb.StateKind | None:

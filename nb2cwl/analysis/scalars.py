@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from astroid import nodes
 
+from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.state import NamespaceState
 
 #: The type a loop variable bound to numbers or strings is given in the per-item walk.
@@ -71,11 +72,15 @@ def _qualified(func: nodes.NodeNG, state: NamespaceState) -> str:
 def scalar_collection(node: nodes.NodeNG, state: NamespaceState) -> bool:
     """A collection whose items are numbers or strings (or tuples of them)."""
     if isinstance(node, (nodes.List, nodes.Tuple, nodes.Set)):
-        return bool(node.elts) and all(constant(e) for e in node.elts)
+        return bool(node.elts) and all(constant(e, state) for e in node.elts)
     if isinstance(node, nodes.Dict):  # iterated: its keys
-        return bool(node.items) and all(constant(k) for k, _ in node.items)
+        return bool(node.items) and all(constant(k, state) for k, _ in node.items)
     if isinstance(node, nodes.Name):
         return node.name in state.immutable_items
+    if isinstance(node, (nodes.ListComp, nodes.SetComp, nodes.GeneratorExp)):
+        own = scalar_items(tuple(g.target for g in node.generators),  # [f"part{i}.csv" for
+                           tuple(g.iter for g in node.generators), state)  # i in range(4)]
+        return constant(node.elt, state, frozenset(own))
     if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Name):
         if node.func.name == "range":
             return node.func.name not in state.bound
@@ -85,10 +90,19 @@ def scalar_collection(node: nodes.NodeNG, state: NamespaceState) -> bool:
     return False
 
 
-def constant(node: nodes.NodeNG) -> bool:
-    """A number or string literal (`-1` too), or a tuple of them."""
-    if isinstance(node, nodes.Const):
+def constant(node: nodes.NodeNG, state: NamespaceState | None = None,
+             scalars: frozenset[str] = frozenset()) -> bool:
+    """A number or string literal (`-1` too), an f-string, arithmetic on them (`2 * 60`) or
+    on names bound to numbers or strings (`2 * base`: the `scalars`, or so typed in the
+    `state`), or a tuple of them: operators on numbers and strings make numbers and strings."""
+    if isinstance(node, (nodes.Const, nodes.JoinedStr)):
         return True
-    if isinstance(node, nodes.UnaryOp) and isinstance(node.operand, nodes.Const):
-        return True  # -1
-    return isinstance(node, nodes.Tuple) and all(constant(e) for e in node.elts)
+    if isinstance(node, nodes.UnaryOp):
+        return constant(node.operand, state, scalars)
+    if isinstance(node, nodes.BinOp):
+        return constant(node.left, state, scalars) and constant(node.right, state, scalars)
+    if isinstance(node, nodes.Name):
+        return node.name in scalars or (
+            state is not None and state.types.get(node.name) in kb.SCALAR_TYPES)
+    return isinstance(node, nodes.Tuple) and all(constant(e, state, scalars)
+                                                 for e in node.elts)
