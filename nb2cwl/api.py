@@ -14,7 +14,6 @@ from nb2cwl.analysis.program import analyse_notebook
 from nb2cwl.backends.calibration import deployment_costs
 from nb2cwl.backends.deployments import bind_steps, plan_deployments
 from nb2cwl.backends.naming import TIMINGS_FILE
-from nb2cwl.backends.writer import write_workflow
 from nb2cwl.errors import DirectiveError, Location, OptionError
 from nb2cwl.frontend.directives import TAG_NOT_CHOSEN, TAG_SKIP
 from nb2cwl.frontend.model import Notebook
@@ -34,6 +33,7 @@ from nb2cwl.stopping import shield
 if TYPE_CHECKING:
     from nb2cwl.analysis.dataflow import Dataflow
     from nb2cwl.backends.bundle import BundleOptions, BundleSummary
+    from nb2cwl.backends.write_request import WriteRequest
 
 
 def compile_notebook(path: str, options: CompileOptions | None = None) -> Workflow:
@@ -121,17 +121,29 @@ def compile_to_directory(path: str, out_dir: str,
                          options: CompileOptions | None = None) -> tuple[Workflow, list[str]]:
     """Compile `path` and write the workflow into `out_dir`; return the IR and files written.
     Unless `options` say otherwise, the last run in `out_dir` gives the cells' costs."""
+    request = compile_for_directory(path, out_dir, options)
+    with shield():  # a signal waits until the directory is complete: never left half written
+        return request.workflow, request.write()
+
+
+def compile_for_directory(path: str, out_dir: str,
+                          options: CompileOptions | None = None) -> WriteRequest:
+    """Compile `path` for `out_dir` and check that it may be written there (OptionError when
+    the folder holds what nb2cwl did not write); what writing it takes, without writing it
+    (`nb2cwl run` has its StreamFlow process write it, which imports CWL's library anyway)."""
+    from nb2cwl.backends.output_dir import prepare_output_dir
+    from nb2cwl.backends.write_request import WriteRequest
+
     options = options or CompileOptions()
     if options.last_run_in is None:
         options = replace(options, last_run_in=out_dir)
     workflow = compile_notebook(path, options)
     deployments = plan_deployments(workflow, options)  # before writing: bad bindings stop here
     workflow = replace(workflow, diagnostics=(*workflow.diagnostics, *deployments.diagnostics))
-    with shield():  # a signal waits until the directory is complete: never left half written
-        written = write_workflow(workflow, out_dir, python=options.python, force=options.force,
-                                 retries=options.retries, retry_delay=options.retry_delay,
-                                 deployments=deployments)
-    return workflow, written
+    with shield():
+        prepare_output_dir(out_dir, options.force, workflow.notebook_path)
+    return WriteRequest(workflow, out_dir, options.python, options.force, options.retries,
+                        options.retry_delay, deployments)
 
 
 def export_notebook(path: str, output: str, options: CompileOptions | None = None,

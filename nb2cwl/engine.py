@@ -52,7 +52,7 @@ from nb2cwl.engine_imports import (
 from nb2cwl.imports import skip_unused_imports
 from nb2cwl.scratch import WORKDIR_ENV
 from nb2cwl.slurm_queue import SQUEUE_FORMAT, queue_states
-from nb2cwl.stopping import RUN_ENV, TAG
+from nb2cwl.stopping import RUN_ENV, TAG, shield
 
 PARENT_ENV = "NB2CWL_PARENT"  # the pid of the nb2cwl process that started this one
 NO_KUBERNETES_ENV = "NB2CWL_NO_KUBERNETES"  # set: no step of the run uses Kubernetes or Helm
@@ -79,16 +79,27 @@ def serve() -> None:
     _read_each_tool_once()
     _read_json_as_json()
     _prepare_for_any_run()
+    from nb2cwl.backends import writer  # noqa: F401  (while the notebook compiles)
+    from nb2cwl.backends.write_request import FAILED, write_saved
+
     line = sys.stdin.readline()
     if not line.strip():  # nb2cwl is gone, or compiling failed
         sys.exit(0)
     request = json.loads(line)
+    compiled = None
     if isinstance(request, dict):  # the steps inherit the run's variables from here
         os.environ.update(request.get("env") or {})
+        compiled = request.get("write")  # the compiled workflow, to write first
         request = request["argv"]
     sys.argv = ["streamflow", *request]
     if parent and os.getppid() != parent:  # nb2cwl died meanwhile: run nothing
         sys.exit(1)
+    if compiled:
+        with shield():  # a signal waits until the folder is complete: never half written
+            failure = write_saved(compiled)
+        if failure is not None:
+            print(FAILED + failure, flush=True)
+            sys.exit(2)
     status = run()
     gc.freeze()  # no final collection of StreamFlow's objects: exits about 0.3 s sooner
     sys.exit(status)

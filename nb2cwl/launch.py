@@ -22,8 +22,9 @@ from nb2cwl.backends.naming import (
     HASH_SEED,
     executed_name,
 )
+from nb2cwl.backends.write_request import FAILED as WRITE_FAILED
 from nb2cwl.engine import NO_KUBERNETES_ENV, PARENT_ENV
-from nb2cwl.errors import RunError, RunInterrupted
+from nb2cwl.errors import BackendError, RunError, RunInterrupted
 from nb2cwl.ir.model import Workflow
 from nb2cwl.run_display import RunDisplay, live_display_wanted
 from nb2cwl.run_events import RunEvents
@@ -51,6 +52,7 @@ from nb2cwl.stopping import (
 )
 
 if TYPE_CHECKING:
+    from nb2cwl.backends.write_request import WriteRequest
     from nb2cwl.step_server import StepServer
 
 _DISK_FULL = re.compile(r"No space left on device|database or disk is full|Disk quota exceeded")
@@ -139,11 +141,15 @@ class Engine:
         self.env = {**self.env, **self._run_env}
         return self
 
-    def start(self, arguments: list[str], kinds: frozenset[str] = frozenset()) -> None:
-        """Hand StreamFlow its command line; it starts running the workflow on `kinds`."""
+    def start(self, arguments: list[str], kinds: frozenset[str] = frozenset(),
+              write: str | None = None) -> None:
+        """Hand StreamFlow its command line; it starts running the workflow on `kinds`,
+        after writing the compiled workflow kept at `write` (backends/write_request.py)."""
         assert self.process.stdin is not None
         self.run.kinds = kinds
-        request = {"argv": arguments, "env": self._run_env} if self._run_env else arguments
+        request: list[str] | dict[str, object] = arguments
+        if self._run_env or write:
+            request = {"argv": arguments, "env": self._run_env, "write": write}
         self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.close()
 
@@ -249,7 +255,8 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                  cache: bool = True, configs: list[str] | None = None,
                  new_engine: Callable[[], Engine] | None = None,
                  at_once: int = 0, events: RunEvents | None = None,
-                 retries: int = 0) -> RunSummary:
+                 retries: int = 0, compiled: WriteRequest | None = None,
+                 scratch: str | None = None) -> RunSummary:
     """Run `out_dir/streamflow.yml`, or the StreamFlow configs `configs` (a sweep: one per
     combination, each its own StreamFlow process from `new_engine`, `at_once` of them at a
     time, 0: all), into one new runs/<n>; raise RunError with the failing cell when a step
@@ -261,6 +268,8 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     and tells each step's outcome (reused, failed, ...) in the lines printed as steps end.
     `retries`: the workflow's StreamFlow retries a job whose process died that many times
     (--retries); a job's failure is then told as a retry, not as the step's end.
+    `compiled`: the workflow is not written yet; StreamFlow's process writes it first (kept
+    in the private folder `scratch`), and a failure to write raises BackendError.
     """
     configs = configs or [os.path.join(out_dir, "streamflow.yml")]
     total = len(workflow.steps) + 1
@@ -285,7 +294,12 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                     engine = (new_engine or (lambda: Engine(
                         os.path.join(out_dir, CACHE_DIR) if cache else None)))()
                 engines.append(engine)
-                engine.start(["run", "--outdir", results, config], deployment_kinds(config))
+                if compiled is not None and scratch is not None:
+                    engine.start(["run", "--outdir", results, config],
+                                 compiled.deployment_kinds(), compiled.save(scratch))
+                    compiled = None
+                else:
+                    engine.start(["run", "--outdir", results, config], deployment_kinds(config))
                 running[number] = engine
                 logs[number] = []
             for number, current in list(running.items()):
@@ -293,6 +307,9 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                     logs[number].append(line)
                     if debug:
                         sys.stderr.write(line)
+                    if line.startswith(WRITE_FAILED):  # nothing ran: a compile error
+                        raise BackendError(f"cannot write the compiled workflow into "
+                                           f"{out_dir}: {line[len(WRITE_FAILED):].strip()}")
                     if _DISK_FULL.search(line):  # StreamFlow would wait on, forever
                         raise RunError(disk_full_message(line, out_dir, results))
                     again = _RETRIED.search(line) if retries else None

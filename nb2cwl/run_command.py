@@ -105,9 +105,14 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
             # and the step server, importing the notebook's opening libraries meanwhile
             server.start(options.python, engine.env,
                          notebook_preload(args.notebook, options.content), beside)
-        from nb2cwl.api import compile_to_directory
+        from nb2cwl.api import compile_for_directory
 
-        workflow, _ = compile_to_directory(args.notebook, out_dir, options)
+        compiled = compile_for_directory(args.notebook, out_dir, options)
+        workflow = compiled.workflow
+        if _own_values(args):  # the run files are written beside the workflow, here
+            with shield():
+                compiled.write()
+            compiled = None
         open(timings, "w").close()  # compiled with the last run's: this run's from here on
         repaired = repair_database(out_dir)
         if repaired:
@@ -138,7 +143,8 @@ def _run_with(args: argparse.Namespace, options: CompileOptions, out_dir: str,
                                engine=engine, cache=not args.no_cache, configs=configs,
                                new_engine=new_engine,
                                at_once=_combinations_at_once(options) if sweep else 0,
-                               events=events, retries=options.retries)
+                               events=events, retries=options.retries, compiled=compiled,
+                               scratch=work)
     except RunError as exc:
         advice = None if isinstance(exc, RunInterrupted) else missing_library_advice(
             str(exc), options.python)
@@ -178,6 +184,12 @@ def swept_names(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(sorted(repeated))
 
 
+def _own_values(args: argparse.Namespace) -> bool:
+    """Whether the run gives parameters values of its own (-p, -f, a sweep)."""
+    return bool(getattr(args, "parameter", []) or getattr(args, "parameters_file", [])
+                or getattr(args, "sweep_file", None) or getattr(args, "sweep", False))
+
+
 def _run_config(args: argparse.Namespace, workflow: Workflow, out_dir: str
                 ) -> tuple[list[str] | None, RunValues | None]:
     """The StreamFlow configs of a run with its own parameter values (a sweep: one per
@@ -185,7 +197,7 @@ def _run_config(args: argparse.Namespace, workflow: Workflow, out_dir: str
     pairs = [tuple(pair) for pair in getattr(args, "parameter", [])]
     files = getattr(args, "parameters_file", [])
     sweep_file = getattr(args, "sweep_file", None)
-    if not (pairs or files or sweep_file or getattr(args, "sweep", False)):
+    if not _own_values(args):
         return None, None
     from nb2cwl.backends.writer import write_run_files
     from nb2cwl.parameter_values import read_values

@@ -287,3 +287,39 @@ def test_the_compile_hint_repeats_the_options_given(tmp_path: Path) -> None:
     hint = done.stdout.strip().splitlines()[-1]
     assert hint == (f"run it with: streamflow run '{out}/streamflow.yml'  (or: nb2cwl run "
                     f"{path} -o '{out}' --granularity cell, with progress)")
+
+
+@pytest.mark.streamflow
+def test_run_writes_the_workflow_from_its_streamflow_process(tmp_path: Path) -> None:
+    """`nb2cwl run` compiles without importing cwl-utils (its StreamFlow process, which imports
+    it anyway, writes the compiled workflow): the folder is checked before anything starts, and
+    a failure to write is one line."""
+    path = notebook(tmp_path / "nb.ipynb", ["x = 21", "print(x * 2)"])
+
+    def nb2cwl_run(out: Path, *python: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, *python, "-m", "nb2cwl", "run", str(path),
+                               "-o", str(out), "--quiet"], capture_output=True, text=True,
+                              check=False)
+
+    out = tmp_path / "wf"
+    done = nb2cwl_run(out, "-X", "importtime")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "cwl_utils" not in done.stderr and "schema_salad" not in done.stderr
+    assert (out / "workflow.cwl").is_file() and (out / "streamflow.yml").is_file()
+    assert "42" in next((out / "runs" / "1").glob("*.executed.ipynb")).read_text()
+
+    mine = tmp_path / "mine"  # a folder of the user's: refused before anything runs
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my notes")
+    refused = nb2cwl_run(mine)
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 1 and len(lines) == 1 and "--force" in lines[0], lines
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+
+    shutil.rmtree(out / "steps")  # where the step scripts go, a file: writing them fails
+    (out / "steps").write_text("in the way")
+    failed = nb2cwl_run(out)
+    lines = failed.stderr.strip().splitlines()
+    assert failed.returncode == 1 and len(lines) == 1, failed.stderr
+    assert lines[0].startswith(f"nb2cwl: error: cannot write the compiled workflow into {out}")
+    assert (out / "steps").read_text() == "in the way"

@@ -275,7 +275,7 @@ def test_signal_while_compiling_stops_the_started_engine(
         pytest.fail("the signal did not interrupt compiling")
 
     monkeypatch.setattr(nb2cwl.launch, "Engine", Recorded)
-    monkeypatch.setattr(nb2cwl.api, "compile_to_directory", compiling)
+    monkeypatch.setattr(nb2cwl.api, "compile_for_directory", compiling)
     notebook = write_notebook(tmp_path / "nb.ipynb", "x = 1")
     outer = signal.signal(sig, signal.SIG_DFL)  # as a terminal gives it (not nohup's SIG_IGN)
     try:
@@ -293,21 +293,41 @@ def test_signal_while_compiling_stops_the_started_engine(
 def test_signal_while_writing_waits_until_the_workflow_is_complete(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    import nb2cwl.api
+    """`nb2cwl compile` writes in its own process; `nb2cwl run` has its StreamFlow process write
+    (nb2cwl.engine): in both, a signal waits until the folder is complete."""
+    import nb2cwl.backends.writer
+    from nb2cwl.api import compile_for_directory
+    from nb2cwl.backends.write_request import write_saved
+    from nb2cwl.stopping import shield
 
-    write = nb2cwl.api.write_workflow
+    write = nb2cwl.backends.writer.write_workflow
 
     def interrupted_write(*args: object, **kwargs: object) -> list[str]:
         os.kill(os.getpid(), signal.SIGTERM)
         return write(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(nb2cwl.api, "write_workflow", interrupted_write)
+    monkeypatch.setattr(nb2cwl.backends.writer, "write_workflow", interrupted_write)
     notebook = write_notebook(tmp_path / "nb.ipynb", "x = 1", "print(x)")
-    out = tmp_path / "wf"
-    assert main(["run", str(notebook), "-o", str(out)]) == 128 + signal.SIGTERM
-    assert "while compiling" in capsys.readouterr().err
-    listed = json.loads((out / ".nb2cwl-manifest.json").read_text())["files"]
-    assert "streamflow.yml" in listed and all((out / rel).is_file() for rel in listed)
+    received: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda signum, _frame: received.append(signum))
+    try:
+        out = tmp_path / "wf"
+        assert main(["compile", str(notebook), "-o", str(out)]) == 0
+        assert received == [signal.SIGTERM]  # given on once the folder was complete
+        listed = json.loads((out / ".nb2cwl-manifest.json").read_text())["files"]
+        assert "streamflow.yml" in listed and all((out / rel).is_file() for rel in listed)
+
+        ran = tmp_path / "ran"  # the StreamFlow process's side, as nb2cwl.engine does it
+        saved = compile_for_directory(str(notebook), str(ran)).save(str(tmp_path))
+        with shield():
+            assert write_saved(saved) is None
+            assert received == [signal.SIGTERM]  # the second one held until complete
+        assert received == [signal.SIGTERM] * 2
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    listed = json.loads((ran / ".nb2cwl-manifest.json").read_text())["files"]
+    assert "streamflow.yml" in listed and all((ran / rel).is_file() for rel in listed)
+    capsys.readouterr()
 
 
 def _sleeper(env: dict[str, str] | None = None, session: bool = True) -> subprocess.Popen[bytes]:

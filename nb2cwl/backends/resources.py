@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cwl_utils.parser import cwl_v1_2 as cwl
-
 from nb2cwl.errors import BackendError
 from nb2cwl.ir.model import Resources
 
@@ -77,8 +75,11 @@ def describe(resources: Resources) -> str:
     return "-".join(parts) or "default"
 
 
-def resource_requirement(resources: Resources) -> cwl.ResourceRequirement:
-    """Cores and memory for CWL; StreamFlow waits for a location that has them."""
+def resource_requirement(resources: Resources) -> Any:
+    """Cores and memory for CWL; StreamFlow waits for a location that has them (a
+    cwl_utils ResourceRequirement: imported here, so that planning deployments needs none)."""
+    from cwl_utils.parser import cwl_v1_2 as cwl
+
     return cwl.ResourceRequirement(coresMin=resources.cores or 1, ramMin=resources.memory_mb)
 
 
