@@ -80,6 +80,10 @@ def scalar_collection(node: nodes.NodeNG, state: NamespaceState) -> bool:
     if isinstance(node, (nodes.ListComp, nodes.SetComp, nodes.GeneratorExp)):
         own = scalar_items(tuple(g.target for g in node.generators),  # [f"part{i}.csv" for
                            tuple(g.iter for g in node.generators), state)  # i in range(4)]
+        other = {n.name for g in node.generators  # its own names bound to anything else
+                 for n in g.target.nodes_of_class(nodes.AssignName)} - own
+        if any(n.name in other for n in node.elt.nodes_of_class(nodes.Name)):
+            return False  # they hide whatever the notebook bound to those names
         return constant(node.elt, state, frozenset(own))
     if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Name):
         if node.func.name == "range":
