@@ -111,7 +111,8 @@ _SIDEBAR_RUN_ALL = """async (path) => {
     });
     const started = performance.now(), wall = Date.now() / 1000;
     await app.commands.execute('nb2cwl:run-all');
-    const [end, run, status] = await ended;
+    const [end, run, status] = await Promise.race([ended, new Promise((_, reject) =>
+        setTimeout(() => reject(new Error('no end of the run within 600 s')), 600000))]);
     return [(end - started) / 1000, run, status, wall];
 }"""
 

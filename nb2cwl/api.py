@@ -128,10 +128,11 @@ def compile_to_directory(path: str, out_dir: str,
 
 def compile_for_directory(path: str, out_dir: str,
                           options: CompileOptions | None = None) -> WriteRequest:
-    """Compile `path` for `out_dir` and check that it may be written there (OptionError when
-    the folder holds what nb2cwl did not write); what writing it takes, without writing it
+    """Compile `path` for `out_dir` and check that it may be written there (OutputExistsError
+    when the folder holds what nb2cwl did not write, or another notebook's workflow); what
+    writing it takes, without writing it: the folder keeps its earlier workflow until then
     (`nb2cwl run` has its StreamFlow process write it, which imports CWL's library anyway)."""
-    from nb2cwl.backends.output_dir import prepare_output_dir
+    from nb2cwl.backends.output_dir import check_output_dir
     from nb2cwl.backends.write_request import WriteRequest
 
     options = options or CompileOptions()
@@ -140,10 +141,9 @@ def compile_for_directory(path: str, out_dir: str,
     workflow = compile_notebook(path, options)
     deployments = plan_deployments(workflow, options)  # before writing: bad bindings stop here
     workflow = replace(workflow, diagnostics=(*workflow.diagnostics, *deployments.diagnostics))
-    with shield():
-        prepare_output_dir(out_dir, options.force, workflow.notebook_path)
-    return WriteRequest(workflow, out_dir, options.python, options.force, options.retries,
-                        options.retry_delay, deployments)
+    check_output_dir(out_dir, options.force, workflow.notebook_path)
+    return WriteRequest(workflow, out_dir, os.getcwd(), options.python,
+                        options.force, options.retries, options.retry_delay, deployments)
 
 
 def export_notebook(path: str, output: str, options: CompileOptions | None = None,

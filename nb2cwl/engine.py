@@ -95,11 +95,13 @@ def serve() -> None:
     if parent and os.getppid() != parent:  # nb2cwl died meanwhile: run nothing
         sys.exit(1)
     if compiled:
-        with shield():  # a signal waits until the folder is complete: never half written
+        with shield():  # a signal waits until the folder is written (not a SIGKILL)
             failure = write_saved(compiled)
         if failure is not None:
             print(FAILED + failure, flush=True)
             sys.exit(2)
+        if parent and os.getppid() != parent:  # nb2cwl died while it was written
+            sys.exit(1)
     status = run()
     gc.freeze()  # no final collection of StreamFlow's objects: exits about 0.3 s sooner
     sys.exit(status)

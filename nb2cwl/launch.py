@@ -271,6 +271,8 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
     `compiled`: the workflow is not written yet; StreamFlow's process writes it first (kept
     in the private folder `scratch`), and a failure to write raises BackendError.
     """
+    if compiled is not None and scratch is None:
+        raise ValueError("a workflow to write needs the run's private folder (scratch)")
     configs = configs or [os.path.join(out_dir, "streamflow.yml")]
     total = len(workflow.steps) + 1
     retrying: set[str] = set()  # the jobs StreamFlow's failure manager runs again
@@ -294,7 +296,7 @@ def run_workflow(workflow: Workflow, out_dir: str, quiet: bool = False,
                     engine = (new_engine or (lambda: Engine(
                         os.path.join(out_dir, CACHE_DIR) if cache else None)))()
                 engines.append(engine)
-                if compiled is not None and scratch is not None:
+                if compiled is not None and scratch is not None:  # the first engine writes it
                     engine.start(["run", "--outdir", results, config],
                                  compiled.deployment_kinds(), compiled.save(scratch))
                     compiled = None

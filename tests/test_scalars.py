@@ -44,3 +44,37 @@ def test_a_name_counts_only_with_what_is_known_of_it() -> None:
     node = _expression("2 * base")
     assert not constant(node)
     assert constant(node, scalars=frozenset({"base"}))
+
+
+def test_a_name_bound_twice_in_a_comprehension_is_what_it_was_last_bound_to() -> None:
+    state = NamespaceState()
+    assert not scalar_collection(_expression("[x for x in range(3) for x in frames]"), state)
+    assert scalar_collection(_expression("[x for x in frames for x in range(3)]"), state)
+
+
+def test_a_generators_items_count_only_its_own_names() -> None:
+    """A generator makes its items as it is iterated: `base` may hold something else by
+    then."""
+    state = NamespaceState()
+    state.types["base"] = "builtins.int"
+    assert scalar_collection(_expression("[base * i for i in range(3)]"), state)
+    assert not scalar_collection(_expression("(base * i for i in range(3))"), state)
+    assert scalar_collection(_expression("(2 * i for i in range(3))"), state)
+
+
+def test_a_function_that_rebinds_a_global_makes_what_it_holds_unknown(tmp_path) -> None:
+    """`reset()` binds `base` to a list: the loop over `[base, 2 * base]` then appends to
+    objects all its iterations share, and stays sequential."""
+    import nbformat
+
+    from nb2cwl.api import compile_notebook
+
+    path = tmp_path / "nb.ipynb"
+    cells = ["base = 5", "def reset():\n    global base\n    base = [0]", "reset()",
+             "out = []\nfor n in [base, 2 * base]:\n    n.append(1)\n    out.append(len(n))"]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c)
+                                                   for c in cells]), path)
+    workflow = compile_notebook(str(path))
+    assert not any(step.name.endswith("_map") for step in workflow.steps)
+    assert any("modifies base" in fallback.reason for fallback in workflow.fallbacks), \
+        workflow.fallbacks  # the true hazard, not a loop thought too light to scatter

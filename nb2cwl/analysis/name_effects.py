@@ -211,6 +211,10 @@ class NameEffects:
         for written in sorted(fx.writes):
             self.fx.writes.add(written)
             self.fx.reads.add(written)  # conditionally rebound inside the function
+            # what it holds now is not known here (`global base; base = [0]`)
+            self.state.types.pop(written, None)
+            self.state.const_strings.pop(written, None)
+            self.state.immutable_items.discard(written)
         for mutated in sorted(fx.mutates):
             self.mutate(mutated, 0, why)
         self.fx.rng |= fx.rng

@@ -78,13 +78,18 @@ def scalar_collection(node: nodes.NodeNG, state: NamespaceState) -> bool:
     if isinstance(node, nodes.Name):
         return node.name in state.immutable_items
     if isinstance(node, (nodes.ListComp, nodes.SetComp, nodes.GeneratorExp)):
-        own = scalar_items(tuple(g.target for g in node.generators),  # [f"part{i}.csv" for
-                           tuple(g.iter for g in node.generators), state)  # i in range(4)]
-        other = {n.name for g in node.generators  # its own names bound to anything else
-                 for n in g.target.nodes_of_class(nodes.AssignName)} - own
-        if any(n.name in other for n in node.elt.nodes_of_class(nodes.Name)):
+        scalar: dict[str, bool] = {}  # its own names: bound to numbers or strings (the last
+        for g in node.generators:  # generator binding a name decides)
+            here = scalar_items((g.target,), (g.iter,), state)
+            for name in g.target.nodes_of_class(nodes.AssignName):
+                scalar[name.name] = name.name in here
+        if any(not scalar.get(n.name, True) for n in node.elt.nodes_of_class(nodes.Name)):
             return False  # they hide whatever the notebook bound to those names
-        return constant(node.elt, state, frozenset(own))
+        own = frozenset(name for name, yes in scalar.items() if yes)  # [f"part{i}.csv" for
+        # i in range(4)]; a generator's items are made as it is iterated, when the notebook's
+        # names may hold something else: only its own names count there
+        lazy = isinstance(node, nodes.GeneratorExp)
+        return constant(node.elt, None if lazy else state, own)
     if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Name):
         if node.func.name == "range":
             return node.func.name not in state.bound

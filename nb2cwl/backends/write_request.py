@@ -28,6 +28,7 @@ class WriteRequest:
 
     workflow: Workflow
     out_dir: str
+    cwd: str  # the compiling process's working folder: these paths may be relative to it
     python: str
     force: bool
     retries: int
@@ -35,12 +36,18 @@ class WriteRequest:
     deployments: DeploymentPlan
 
     def write(self) -> list[str]:
-        """Write it (callers hold signals meanwhile: nb2cwl.stopping.shield); the files."""
+        """Write it (callers hold signals meanwhile: nb2cwl.stopping.shield), from the
+        compiling process's working folder; the files written."""
         from nb2cwl.backends.writer import write_workflow
 
-        return write_workflow(self.workflow, self.out_dir, python=self.python,
-                              force=self.force, retries=self.retries,
-                              retry_delay=self.retry_delay, deployments=self.deployments)
+        here = os.getcwd()
+        os.chdir(self.cwd)  # a long-lived StreamFlow process (Jupyter's) started elsewhere
+        try:
+            return write_workflow(self.workflow, self.out_dir, python=self.python,
+                                  force=self.force, retries=self.retries,
+                                  retry_delay=self.retry_delay, deployments=self.deployments)
+        finally:
+            os.chdir(here)
 
     def deployment_kinds(self) -> frozenset[str]:
         """The deployment types its streamflow.yml will use (local, slurm, docker, ...)."""

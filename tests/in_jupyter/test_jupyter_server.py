@@ -294,6 +294,13 @@ async def test_runs_start_from_a_standby_that_stops_with_the_server(
     assert (await wait_run(jp_fetch, run["id"]))["status"] == "done"
     record = extension.store.get(run["id"])
     assert record.meta["standby"] is True and record.meta["pid"] == first.pid
+    # the run's StreamFlow process, started before the run, wrote its workflow; the relay
+    # kept it, packed, once the first step said so
+    packed = Path(record.folder) / "workflow.packed.cwl"
+    deadline = time.monotonic() + 30
+    while not packed.is_file() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert "cwlVersion" in packed.read_text()
     deadline = time.monotonic() + 30
     while extension.store.standby is None and time.monotonic() < deadline:
         await asyncio.sleep(0.1)

@@ -33,6 +33,7 @@ class Relay:
         self.following: dict[str, Run] = {}
         self.sent: dict[str, int] = {}  # per run: how many of its events are on the bus
         self.started: set[str] = set()  # runs this server started
+        self.packed: set[str] = set()  # runs whose workflow is kept (keep_cwl)
         self._timer: PeriodicCallback | None = None
 
     def start(self) -> None:
@@ -88,6 +89,7 @@ class Relay:
         if not run.state.ended:  # it ended without saying so
             self.emit(run, {"kind": "run", "status": run.status, "message": run.message()})
         self.following.pop(run.id, None)
+        self.packed.discard(run.id)
 
     def _send_new(self, run: Run) -> None:
         start = self.sent.get(run.id, 0)
@@ -100,7 +102,11 @@ class Relay:
         data = {k: v for k, v in event.items() if k in _FIELDS and v is not None}
         data.update(run=run.id, path=str(run.meta["path"]))
         self.events.emit(schema_id=SCHEMA_ID, data=data)
-        if data.get("kind") == "run" and data.get("status") == "running":  # compiled
+        # its first step's news: the workflow is written (nb2cwl run's StreamFlow process
+        # writes it after the run's "running", before any step starts)
+        if data.get("kind") == "step" and data.get("status") != "queued" and \
+                run.id not in self.packed:
+            self.packed.add(run.id)
             IOLoop.current().run_in_executor(None, keep_cwl, run)
 
 
