@@ -243,3 +243,43 @@ def test_a_joined_branch_runs_as_in_jupyter(tmp_path):
     assert _cells(workflow) == [[0], [1, 3, 4], [2], [5]]
     assert any("cell_4 (about 0.2 s of work) joined it" in r for r in workflow.steps[1].reasons)
     assert ours == run_with_nbclient(source, tmp_path / "kernel")
+
+
+SETTLE = ("import time\n\ndef settle(seconds):\n    started = time.time()\n"
+          "    while time.time() - started < seconds:\n        pass\n    return seconds")
+
+
+def test_a_while_loop_is_not_assumed_cheap(tmp_path):
+    """Its iterations have no bound in the code: two independent cells that run one run side
+    by side until a run has measured them, and explain names the loop."""
+    from nb2cwl.analysis.cost import estimate_cell, function_definitions
+
+    functions = function_definitions(SETTLE)
+    assert estimate_cell("a = settle(1)", functions).unbounded == (
+        "a while loop in settle() at line 5 of its cell")
+    assert estimate_cell("n = 0\nwhile n < 3:\n    n += 1", {}).unbounded == (
+        "a while loop at line 2")
+    assert estimate_cell("while False:\n    pass\nfor i in range(3):\n    pass",
+                         {}).unbounded == ""
+    cells = [SETTLE, "a = settle(0.2)", "b = settle(0.3)", "print(a + b)"]
+    workflow = compile_notebook(make_notebook(tmp_path, cells), _two_cores(tmp_path))
+    assert _cells(workflow) == [[1], [2], [3]]
+    reason = next(r for r in workflow.steps[0].reasons if "runs beside" in r)
+    assert ("its cost has no bound in the code (In [2]: a while loop in settle() at line 5 of "
+            "its cell), so it is not assumed cheap") in reason, reason
+    measured = _timed([(SETTLE, 0.0), ("a = settle(0.2)", 0.01), ("b = settle(0.3)", 0.01),
+                       ("print(a + b)", 0.01)])  # as JupyterLab recorded them
+    assert _cells(compile_notebook(make_notebook(tmp_path, measured),
+                                   _two_cores(tmp_path))) == [[1, 2, 3]]
+
+
+@pytest.mark.streamflow
+def test_cells_with_while_loops_run_side_by_side_as_in_jupyter(tmp_path):
+    from equivalence import run_with_nbclient, run_with_workflow
+
+    source = Path(make_notebook(tmp_path, [
+        SETTLE, "a = settle(0.3)\nprint('a', a)", "b = settle(0.2)\nprint('b', b)",
+        "print(a + b)"]))
+    assert _cells(compile_notebook(str(source))) == [[1], [2], [3]]
+    ours, _ = run_with_workflow(source, tmp_path / "workflow")
+    assert ours == run_with_nbclient(source, tmp_path / "kernel")

@@ -7,11 +7,17 @@ statement, multiplies loop bodies by their iteration counts (known for `range(<c
 and literal collections, assumed otherwise), follows calls into the notebook's own
 functions, and charges known-heavy calls (`time.sleep(n)`, model fitting). A profile of a
 real run (`nb2cwl profile`), or the timings JupyterLab records in the notebook, replace it.
+
+A `while` loop (in the cell, or in a function of the notebook it calls) runs until a condition
+the code alone cannot count: its cost has no bound, and it is not assumed cheap. The estimate
+says where it is (`Estimate.unbounded`); the partitioning treats the cell as heavy until a run
+has measured it.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 #: Seconds per expression node run once (CPython evaluates a few tens of millions a second).
 NODE_SECONDS = 4e-8
@@ -25,7 +31,15 @@ LIBRARY_CALL_SECONDS = 1e-3
 _DEPTH = 4
 
 
-def estimate_cell(code: str, functions: dict[str, ast.AST] | None = None) -> float:
+@dataclass(frozen=True)
+class Estimate:
+    """A cell's estimated seconds, and the loop that makes them no bound, if any."""
+
+    seconds: float
+    unbounded: str = ""  # "a while loop at line 3", "a while loop in simulate() at line 2 ..."
+
+
+def estimate_cell(code: str, functions: dict[str, ast.AST] | None = None) -> Estimate:
     """Seconds the cell's code takes, roughly (see the module docstring).
 
     `functions` are the notebook's function definitions by name (for calls into them).
@@ -33,8 +47,10 @@ def estimate_cell(code: str, functions: dict[str, ast.AST] | None = None) -> flo
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError):
-        return 0.0
-    return _Estimator(functions or {}).body(tree.body)
+        return Estimate(0.0)
+    estimator = _Estimator(functions or {})
+    seconds = estimator.body(tree.body)
+    return Estimate(seconds, estimator.unbounded[0] if estimator.unbounded else "")
 
 
 def function_definitions(code: str) -> dict[str, ast.AST]:
@@ -52,6 +68,8 @@ class _Estimator:
         self.functions = functions
         self.depth = 0
         self.seen: dict[str, float] = {}
+        self.calling: list[str] = []  # the notebook's functions being followed, innermost last
+        self.unbounded: list[str] = []  # while loops met, in order
 
     def body(self, statements: list[ast.stmt]) -> float:
         return sum(self.statement(s) for s in statements)
@@ -64,6 +82,8 @@ class _Estimator:
             per_item = self.body(node.body) + self.expression(node.target)
             return self.expression(node.iter) + _count(node.iter) * per_item
         if isinstance(node, ast.While):
+            if not (isinstance(node.test, ast.Constant) and not node.test.value):
+                self.unbounded.append(_where_while(node.lineno, self.calling))
             return UNKNOWN_ITERATIONS * (self.body(node.body) + self.expression(node.test))
         total = 0.0
         for child in ast.iter_child_nodes(node):
@@ -111,12 +131,22 @@ class _Estimator:
             return NODE_SECONDS
         self.seen[name] = NODE_SECONDS  # a recursive call: counted once
         self.depth += 1
+        self.calling.append(name)
         try:
             cost = self.body(self.functions[name].body)  # type: ignore[attr-defined]
         finally:
             self.depth -= 1
+            self.calling.pop()
         self.seen[name] = cost
         return cost
+
+
+def _where_while(line: int, calling: list[str]) -> str:
+    """The while loop at `line`, in the cell or in the functions `calling` (outermost first)."""
+    if not calling:
+        return f"a while loop at line {line}"
+    through = f", which {calling[0]}() calls" if len(calling) > 1 else ""
+    return f"a while loop in {calling[-1]}() at line {line} of its cell{through}"
 
 
 def _count(iterable: ast.AST) -> int:

@@ -57,6 +57,7 @@ class CellAnalysis:
     settings: list[Setting] = field(default_factory=list)  # replayed in later steps
     empty: bool = False  # only comments or whitespace: nothing to run
     seconds: float = 0.0  # how long the cell runs, estimated from its code (analysis/cost.py)
+    unbounded: str = ""  # the loop whose cost the code does not bound, if any (same)
 
 
 @dataclass
@@ -109,7 +110,8 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
         _origin(analysis, offsets, line_counts)
         _relative_lines(analysis, offset)
         functions.update(function_definitions(cell.code))
-        analysis.seconds = estimate_cell(cell.code, functions)
+        estimate = estimate_cell(cell.code, functions)
+        analysis.seconds, analysis.unbounded = estimate.seconds, estimate.unbounded
         results.append(analysis)
         assigned |= analysis.effects.writes
     del module

@@ -31,6 +31,7 @@ class CellCode:
     rewritten: bool = False  # `code` was changed by a pass: run it, not the source
     seconds: float = 0.0  # how long it runs: measured (`seconds_from`) or estimated
     seconds_from: str = "estimate"  # "estimate", "notebook" (recorded timings) or "profile"
+    unbounded: str = ""  # estimated only: the loop whose cost the code does not bound
 
 
 @dataclass(frozen=True)

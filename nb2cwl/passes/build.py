@@ -301,8 +301,10 @@ def _replay_position(replay: Replay) -> tuple[int, int]:
 def _cell_code(cell_flow, counts: dict[int, int | None]) -> CellCode:
     cell = cell_flow.analysis.cell
     seconds, source = _seconds(cell.metadata, cell_flow.analysis.seconds)
+    unbounded = cell_flow.analysis.unbounded if source == "estimate" else ""
     return CellCode(cell.index, cell.cell_id, cell.code, cell.source, counts[cell.index],
-                    _quiet(cell.source), seconds=seconds, seconds_from=source)
+                    _quiet(cell.source), seconds=seconds, seconds_from=source,
+                    unbounded=unbounded)
 
 
 def _seconds(metadata: dict, estimate: float) -> tuple[float, str]:

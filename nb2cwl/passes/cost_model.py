@@ -107,7 +107,7 @@ def with_profile(workflow: Workflow, profile: Profile | None) -> Workflow:
     def measured(cell: CellCode) -> CellCode:
         seconds = profile.seconds.get(cell.cell_id)
         return cell if seconds is None else replace(cell, seconds=seconds,
-                                                    seconds_from=profile.source)
+                                                    seconds_from=profile.source, unbounded="")
 
     def planned(step: Step) -> Step:
         items = profile.item_seconds.get(step.cells[0].cell_id) if step.plan else None
@@ -128,6 +128,16 @@ def about(seconds: float) -> str:
     """Seconds as a reason states them: "about 0.3 s", "about 12 s", "under 0.01 s" (never
     "about 8.8e-07 s")."""
     return "under 0.01 s" if seconds < 0.01 else f"about {seconds:.2g} s"
+
+
+def unbounded(step: Step) -> str:
+    """The loop whose cost the code does not bound, in a cell of `step` not yet measured
+    ("" if none): such a step is not assumed cheap."""
+    for cell in step.cells:
+        if cell.unbounded:
+            return (cell.unbounded if cell.execution_count is None
+                    else f"In [{cell.execution_count}]: {cell.unbounded}")
+    return ""
 
 
 def seconds_source(step: Step) -> str:

@@ -2,6 +2,7 @@
 
 It pays where two heavy steps are independent of each other: on a deployment with more than
 one core they run side by side, and each saves more than a boundary costs (cost_model.py).
+A step whose cost the code does not bound (a while loop, not yet measured) counts as heavy.
 It is needed where a user asked for it (an nb2cwl:step tag), where the placement differs
 (another deployment, other resources), around the parts of a scattered loop, and around a
 training step. Everything else is fused, in notebook order: the steps between two boundaries
@@ -25,6 +26,7 @@ from nb2cwl.passes.cost_model import (
     costs_for,
     seconds_source,
     step_seconds,
+    unbounded,
     value_bytes,
 )
 
@@ -99,8 +101,8 @@ def _standing_apart(workflow: Workflow, steps: list[Step], graph: Graph,
         elif step.training is not None:
             reasons[step.name] = "a training step, run under its own strategy"
     heavy = {s.name: step_seconds(s) for s in steps
-             if step_seconds(s) >= HEAVY_FACTOR * costs_for(s, costs, default).step_seconds
-             and costs_for(s, costs, default).cores > 1}
+             if (step_seconds(s) >= HEAVY_FACTOR * costs_for(s, costs, default).step_seconds
+                 or unbounded(s)) and costs_for(s, costs, default).cores > 1}
     if len(heavy) < 2:
         return reasons
     for name, seconds in heavy.items():
@@ -108,6 +110,14 @@ def _standing_apart(workflow: Workflow, steps: list[Step], graph: Graph,
             if graph.independent(name, other) and name not in reasons:
                 step = workflow.step(name)
                 boundary = costs_for(step, costs, default)
+                loop = unbounded(step)
+                if loop:
+                    reasons[name] = (f"runs beside {other} (neither needs the other): its cost "
+                                     f"has no bound in the code ({loop}), so it is not assumed "
+                                     f"cheap; a boundary costs {about(boundary.step_seconds)} "
+                                     "here, and from the next run on its measured seconds "
+                                     "decide")
+                    continue
                 gain = min(seconds, other_seconds) - 2 * boundary.step_seconds
                 reasons[name] = (f"runs beside {other} (neither needs the other): "
                                  f"{about(seconds)} of work ({seconds_source(step)}), a "
