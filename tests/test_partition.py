@@ -261,6 +261,13 @@ def test_a_while_loop_is_not_assumed_cheap(tmp_path):
         "a while loop at line 2")
     assert estimate_cell("while False:\n    pass\nfor i in range(3):\n    pass",
                          {}).unbounded == ""
+    recursive = function_definitions(
+        "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+        "def even(n):\n    return n == 0 or odd(n - 1)\n"
+        "def odd(n):\n    return n != 0 and even(n - 1)")
+    assert estimate_cell("x = fib(30)", recursive).unbounded == "fib() calls itself"
+    assert estimate_cell("x = odd(9)", recursive).unbounded == (
+        "odd() calls itself (through even())")
     cells = [SETTLE, "a = settle(0.2)", "b = settle(0.3)", "print(a + b)"]
     workflow = compile_notebook(make_notebook(tmp_path, cells), _two_cores(tmp_path))
     assert _cells(workflow) == [[1], [2], [3]]

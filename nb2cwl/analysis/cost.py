@@ -9,7 +9,8 @@ functions, and charges known-heavy calls (`time.sleep(n)`, model fitting). A pro
 real run (`nb2cwl profile`), or the timings JupyterLab records in the notebook, replace it.
 
 A `while` loop (in the cell, or in a function of the notebook it calls) runs until a condition
-the code alone cannot count: its cost has no bound, and it is not assumed cheap. The estimate
+the code alone cannot count, and a function that calls itself as often as its arguments make
+it: their cost has no bound, and they are not assumed cheap. The estimate
 says where it is (`Estimate.unbounded`); the partitioning treats the cell as heavy until a run
 has measured it.
 """
@@ -36,7 +37,7 @@ class Estimate:
     """A cell's estimated seconds, and the loop that makes them no bound, if any."""
 
     seconds: float
-    unbounded: str = ""  # "a while loop at line 3", "a while loop in simulate() at line 2 ..."
+    unbounded: str = ""  # "a while loop at line 3", "fib() calls itself", ...
 
 
 def estimate_cell(code: str, functions: dict[str, ast.AST] | None = None) -> Estimate:
@@ -125,6 +126,9 @@ class _Estimator:
         return arguments + NODE_SECONDS * 2
 
     def _function(self, name: str) -> float:
+        if name in self.calling:  # recursion: as many calls as its arguments make
+            self.unbounded.append(f"{name}() calls itself" + (
+                f" (through {self.calling[-1]}())" if self.calling[-1] != name else ""))
         if name in self.seen:
             return self.seen[name]
         if self.depth >= _DEPTH:
