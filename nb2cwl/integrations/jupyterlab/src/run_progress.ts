@@ -5,6 +5,7 @@
  * status line read it through NotebookSession.
  */
 import type { IGraph, IGraphStep, IRunDetail } from './api';
+import { derivedStatus } from './cell_progress';
 import type { IRunEvent } from './events';
 import {
   type CellStatus,
@@ -14,6 +15,7 @@ import {
   now,
   toCellStatus
 } from './run_states';
+import { applyShardEvent } from './shard_progress';
 
 const ENDED = ['done', 'cached', 'failed', 'skipped'];
 
@@ -88,7 +90,7 @@ export class RunProgress {
       .filter((s): s is IStepRunState => s !== undefined);
     const own = this.cells.get(cellId);
     // The cell's own events, else its steps'.
-    const derived = this._derivedStatus(cellId, steps);
+    const derived = derivedStatus(this, cellId, steps);
     let status: CellStatus | null = own ? own.status : derived;
     if (
       own &&
@@ -260,7 +262,7 @@ export class RunProgress {
     }
     const status = event.status ?? state.status;
     if (state.shards && state.shards > 1 && status !== 'queued') {
-      this._onShardEvent(state, status, event);
+      applyShardEvent(state, status, event);
       return;
     }
     state.status = status;
@@ -274,63 +276,6 @@ export class RunProgress {
         state.elapsed = Math.max(0, now() - state.startedAt);
       }
     }
-  }
-
-  /**
-   * One job of a scattered loop's map step. A job's `running` event names its
-   * shard; its end may not (then it ends the oldest shard still running), and
-   * an end with no shard running ends the whole step.
-   */
-  private _onShardEvent(
-    state: IStepRunState,
-    status: string,
-    event: IRunEvent
-  ): void {
-    const total = state.shards as number;
-    const finishAll = (): void => {
-      for (let i = 1; i <= total; i++) {
-        state.shardsDone.add(i);
-      }
-      state.shardsRunning.clear();
-    };
-    if (status === 'running') {
-      const shard =
-        event.shard ?? state.shardsDone.size + state.shardsRunning.size + 1;
-      state.shard = shard;
-      state.shardsRunning.add(shard);
-      state.startedAt = state.startedAt ?? now();
-      if (state.status !== 'failed') {
-        state.status = 'running';
-      }
-      return;
-    }
-    let shard = event.shard;
-    if (shard === undefined && state.shardsRunning.size > 0) {
-      shard = Math.min(...state.shardsRunning);
-    }
-    if (shard === undefined) {
-      finishAll();
-    } else {
-      state.shardsRunning.delete(shard);
-      if (status === 'done' || status === 'cached') {
-        state.shardsDone.add(shard);
-      }
-    }
-    if (status === 'failed') {
-      state.status = 'failed';
-    } else if (status === 'skipped' && state.shardsDone.size === 0) {
-      state.status = 'skipped';
-    } else if (state.shardsDone.size >= total && state.status !== 'failed') {
-      state.status = status === 'cached' ? 'cached' : 'done';
-    } else if (state.status !== 'failed') {
-      state.status = 'running';
-      state.startedAt = state.startedAt ?? now();
-      return;
-    }
-    state.elapsed =
-      state.startedAt !== undefined
-        ? Math.max(0, now() - state.startedAt)
-        : (event.elapsed ?? state.elapsed);
   }
 
   private _stepState(name: string): IStepRunState {
@@ -396,58 +341,6 @@ export class RunProgress {
       state.executionCount = event.execution_count;
     }
     this.cells.set(id, state);
-  }
-
-  /** A cell's status from its steps' states (null: not in the run). */
-  private _derivedStatus(cellId: string, steps: string[]): CellStatus | null {
-    const states = steps
-      .map(name => [name, this.steps.get(name)] as const)
-      .filter((e): e is readonly [string, IStepRunState] => e[1] !== undefined);
-    if (states.length === 0) {
-      return null;
-    }
-    const statuses = states.map(([, s]) => s.status);
-    const running = states.find(([, s]) => s.status === 'running');
-    if (running) {
-      // The cells of a fused step run one after another: with events for
-      // some of them, the others wait (or are through).
-      const siblings = [...this.cellSteps.entries()]
-        .filter(([cell, s]) => cell !== cellId && s.includes(running[0]))
-        .map(([cell]) => this.cells.get(cell));
-      return siblings.some(s => s !== undefined) && !this.cells.has(cellId)
-        ? 'queued'
-        : 'running';
-    }
-    for (const ended of ['failed', 'cancelled'] as const) {
-      const stoppedSteps = states
-        .filter(([, s]) => s.status === ended)
-        .map(([name]) => name);
-      if (stoppedSteps.length === 0) {
-        continue;
-      }
-      // A cell of that step with no events of its own never started: the step
-      // stopped in another of its cells (which has its own events).
-      const siblingStarted = [...this.cellSteps.entries()].some(
-        ([cell, s]) =>
-          cell !== cellId &&
-          s.some(name => stoppedSteps.includes(name)) &&
-          this.cells.has(cell)
-      );
-      return siblingStarted && !this.cells.has(cellId) ? 'skipped' : ended;
-    }
-    if (statuses.every(s => s === 'skipped')) {
-      return 'skipped';
-    }
-    if (statuses.every(s => s === 'cached')) {
-      return 'cached';
-    }
-    if (statuses.every(s => ['done', 'cached', 'skipped'].includes(s))) {
-      return 'done';
-    }
-    if (statuses.some(s => ['done', 'cached'].includes(s))) {
-      return 'running'; // between two of its steps
-    }
-    return toCellStatus(statuses[0]);
   }
 
   private _link(cell: string, step: string): void {

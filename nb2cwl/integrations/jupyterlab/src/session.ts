@@ -31,23 +31,21 @@ import {
 } from './cell_view';
 import type { IRunEvent } from './events';
 import { FollowedRun, runOfEvent } from './followed_run';
+import { type IRunRequestMemo, KnownRuns } from './known_runs';
 import {
   CELL_STATUSES,
   type CellStatus,
   type IStepRunState,
-  isFinal,
-  mostAdvanced
+  isFinal
 } from './run_states';
 
-export { CELL_STATUSES, type CellStatus, type ICellView, type IStepRunState };
-
-/** How a run was asked for, to run it again. */
-export interface IRunRequestMemo {
-  mode: RunMode;
-  deployment: string | null;
-  granularity?: Granularity;
-  cells?: string[];
-}
+export {
+  CELL_STATUSES,
+  type CellStatus,
+  type ICellView,
+  type IRunRequestMemo,
+  type IStepRunState
+};
 
 const TICK_MS = 250;
 
@@ -128,7 +126,7 @@ export class NotebookSession implements IDisposable {
   }
 
   get runs(): ReadonlyArray<IRun> {
-    return this._runs;
+    return this._known.list;
   }
 
   /** The run the badges follow: the active one, or the latest one. */
@@ -171,7 +169,7 @@ export class NotebookSession implements IDisposable {
 
   /** How a run was asked for from this page, if it was. */
   requestOf(runId: string): IRunRequestMemo | undefined {
-    return this._requests.get(runId);
+    return this._known.requestOf(runId);
   }
 
   /** The cells the followed run ran (or reused): those of its steps that were not skipped. */
@@ -248,7 +246,7 @@ export class NotebookSession implements IDisposable {
         mode,
         ...(mode === 'selected' ? { cells: options.cells ?? [] } : {})
       });
-      this._requests.set(run.id, {
+      this._known.remember(run.id, {
         mode,
         deployment: deployment ?? run.deployment ?? null,
         granularity,
@@ -256,7 +254,7 @@ export class NotebookSession implements IDisposable {
       });
       this._serverError = null;
       this._adopt(run);
-      this._upsertRun(run);
+      this._known.upsert(run);
       return run.id;
     } catch (error) {
       this._actionError = `Run failed to start: ${(error as Error).message}`;
@@ -276,7 +274,7 @@ export class NotebookSession implements IDisposable {
     this._actionError = null;
     try {
       const answer = await this.api.cancel(run.id);
-      this._upsertRun(answer);
+      this._known.upsert(answer);
       const followed = this._followed.cancelled(answer);
       if (followed && isFinal(followed.status)) {
         this._finish(followed);
@@ -292,17 +290,8 @@ export class NotebookSession implements IDisposable {
 
   /** Run again what that run ran (same mode and deployment), with the current content. */
   runAgain(run: IRun, selection: string[]): Promise<string> {
-    const memo = this._requests.get(run.id);
-    const mode = memo?.mode ?? run.mode ?? 'all';
-    return this.startRun(mode, {
-      deployment: memo?.deployment ?? run.deployment,
-      granularity: memo?.granularity ?? run.granularity ?? 'auto',
-      cells:
-        mode === 'selected'
-          ? (memo?.cells ??
-            (run.cells_selected?.length ? run.cells_selected : selection))
-          : undefined
-    });
+    const { mode, ...options } = this._known.again(run, selection);
+    return this.startRun(mode, options);
   }
 
   // ---- refreshing --------------------------------------------------------
@@ -334,7 +323,7 @@ export class NotebookSession implements IDisposable {
       if (this._isDisposed || path !== this.path) {
         return;
       }
-      this._runs = runs;
+      this._known.replace(runs);
       this._followed.refresh(runs);
       if (follow && runs.length > 0) {
         this._notebookPlan.adoptGranularity(runs[0].granularity ?? 'auto');
@@ -370,7 +359,7 @@ export class NotebookSession implements IDisposable {
       if (isFinal(run.status)) {
         this._finish(run);
       } else {
-        this._upsertRun(run);
+        this._known.upsert(run);
       }
     } else {
       this._followed.progress.apply(event);
@@ -427,26 +416,11 @@ export class NotebookSession implements IDisposable {
     if (run.status === 'done') {
       this._notebookPlan.ran(this._followed.progress.ranCells());
     }
-    this._upsertRun(run);
+    this._known.upsert(run);
     this._updateTicker();
     this._runEnded.emit(run);
     void this.refreshGraphAndPlan();
     void this.refreshRuns();
-  }
-
-  private _upsertRun(run: IRun): void {
-    const index = this._runs.findIndex(r => r.id === run.id);
-    if (index >= 0) {
-      const merged = { ...this._runs[index], ...run };
-      merged.status = mostAdvanced(this._runs[index].status, run.status);
-      this._runs = [
-        ...this._runs.slice(0, index),
-        merged,
-        ...this._runs.slice(index + 1)
-      ];
-    } else {
-      this._runs = [run, ...this._runs];
-    }
   }
 
   private _updateTicker(): void {
@@ -461,7 +435,7 @@ export class NotebookSession implements IDisposable {
 
   private _onPathChanged(): void {
     this._notebookPlan.forget();
-    this._runs = [];
+    this._known.forget();
     this._followed.forget();
     void this.refreshAll();
   }
@@ -471,9 +445,8 @@ export class NotebookSession implements IDisposable {
   private _runEvent = new Signal<this, IRunEvent>(this);
   private _runEnded = new Signal<this, IRun>(this);
   private _notebookPlan: NotebookPlan;
-  private _runs: IRun[] = [];
+  private _known = new KnownRuns();
   private _followed = new FollowedRun(() => this.graph);
-  private _requests = new Map<string, IRunRequestMemo>();
   private _starting = false;
   private _serverError: string | null = null;
   private _actionError: string | null = null;
