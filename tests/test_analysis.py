@@ -951,10 +951,12 @@ def test_conditional_del_passes_the_value_through(tmp_path):
     assert inputs(df, 2) == {("x", 1)}
 
 
-def test_conditional_string_rebinding_leaves_the_path_unresolved(tmp_path):
+def test_conditional_string_rebinding_reads_either_path(tmp_path):
+    """`path` is one of the two strings: the cell may read either file."""
     df = flow(tmp_path, ['path = "a.txt"\nc = True', 'open("a.txt", "w").write("1")',
                          'if c:\n    path = "b.txt"', "print(open(path).read())"])
-    assert effects(df, 3).opaque_reads
+    assert not effects(df, 3).opaque_reads
+    assert effects(df, 3).file_reads == {"a.txt", "b.txt"}
     assert ("file:a.txt", 1) in inputs(df, 3)
 
 

@@ -1,7 +1,8 @@
 """What the analysis learns of a value bound to a name.
 
-A binding records a constant string, a syntactic type, whether the value is an iterator,
-which libraries' objects it holds (families), whether it is process-wide state
+A binding records the strings it may be and the strings a list of them holds
+(analysis/string_values.py), a syntactic type, whether the value is an iterator, which
+libraries' objects it holds (families), whether it is process-wide state
 (`rc = plt.rcParams`), callables it holds, and whether it is a view of an array or a dict.
 """
 
@@ -18,6 +19,7 @@ from nb2cwl.analysis.names import (
     root_name,
 )
 from nb2cwl.analysis.scalars import constant, scalar_collection
+from nb2cwl.analysis.string_values import collection_strings, string_values
 
 if TYPE_CHECKING:
     from nb2cwl.analysis.state import NamespaceState
@@ -41,16 +43,17 @@ class BoundValues:
     seeded_object: Callable[[nodes.NodeNG], bool]
 
     def _learn_value(self, name: str, value: nodes.NodeNG) -> None:
-        from nb2cwl.analysis.file_effects import is_path, literal_string
         from nb2cwl.analysis.summaries import summarize_function
 
         state = self.state
-        if isinstance(value, nodes.Const) and isinstance(value.value, str):
-            state.const_strings[name] = value.value
-        elif is_path(value, state):  # `IMAGES = Path() / "images"`: a literal path too
-            path = literal_string(value, state)
-            if path is not None:
-                state.const_strings[name] = path
+        strings = string_values(value, state)  # `IMAGES = Path() / "images"`: a path too
+        if strings is not None and len(strings) == 1:
+            state.const_strings[name] = next(iter(strings))
+        elif strings:
+            state.choices[name] = strings  # `path = f"part{i}.csv"` in `for i in range(8)`
+        items = collection_strings(value, state)
+        if items is not None:  # `paths = []`: what `paths.append(path)` adds is known too
+            state.string_items[name] = items
         known = self.syntactic_type(value)
         if known:
             state.types[name] = known

@@ -26,6 +26,7 @@ from nb2cwl.analysis.names import (
     root_name,
     value_roots,
 )
+from nb2cwl.analysis.string_values import string_values
 from nb2cwl.analysis.value_types import CONTAINERS_OF_KNOWN
 
 if TYPE_CHECKING:
@@ -243,9 +244,16 @@ class CallEffects:
             for k in node.keywords or ()
         )
         if method in kb.MUTATING_METHODS or inplace:
+            strings = self.state.string_items.get(root)
             self.mutate(root, line, f".{method}()")  # the receiver changes, then holds them:
             if method in kb.STORING_METHODS:      # `kept.append(row)` does not change row
                 self._store_arguments(root, node)
+            if (strings is not None and not self.function_mode
+                    and isinstance(receiver, nodes.Name) and method in ("append", "add")
+                    and len(node.args) == 1 and not node.keywords):
+                added = string_values(node.args[0], self.state)  # `paths.append(path)`
+                if added is not None:
+                    self.state.string_items[root] = strings | added
             return
         if method in kb.STORING_METHODS:
             self._store_arguments(root, node)

@@ -1,4 +1,5 @@
-"""File effects of calls: literal paths read and written, and I/O the analysis cannot follow."""
+"""File effects of calls: known paths read and written (analysis/string_values.py), and I/O the
+analysis cannot follow."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects
 from nb2cwl.analysis.names import chain_has_call, root_name
 from nb2cwl.analysis.state import NamespaceState
+from nb2cwl.analysis.string_values import string_values
 
 
 class FileEffects:
@@ -66,12 +68,13 @@ class FileEffects:
             self._file_access(path_node, spec.mode, line, f".{func.attrname}()")
 
     def _file_access(self, argument: nodes.NodeNG | None, mode: str, line: int, what: str) -> None:
-        path = literal_string(argument, self.state) if argument is not None else None
-        if path is None:
+        paths = string_values(argument, self.state) if argument is not None else None
+        if paths is None:
             found = self.fx.opaque_reads if mode == "r" else self.fx.opaque_io
             found.append((line, f"{what} with a path the analysis cannot resolve"))
             return
-        self._record_file(path, mode)
+        for path in sorted(paths):  # one of them each time: `f"part{i}.csv"` in a loop
+            self._record_file(path, mode)
 
     def _record_file(self, path: str, mode: str) -> None:
         if "r" in mode:
@@ -82,43 +85,8 @@ class FileEffects:
 
 def literal_string(node: nodes.NodeNG | None, state: NamespaceState) -> str | None:
     """A string the expression certainly evaluates to, or None."""
-    if node is None:
-        return None
-    if isinstance(node, nodes.Const) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, nodes.Name):
-        return state.const_strings.get(node.name)
-    if isinstance(node, nodes.JoinedStr):
-        parts = []
-        for value in node.values:
-            if isinstance(value, nodes.Const):
-                parts.append(str(value.value))
-            elif isinstance(value, nodes.FormattedValue) and value.format_spec is None:
-                inner = literal_string(value.value, state)
-                if inner is None:
-                    return None
-                parts.append(inner)
-            else:
-                return None
-        return "".join(parts)
-    if isinstance(node, nodes.BinOp) and node.op in ("+", "/"):
-        left, right = literal_string(node.left, state), literal_string(node.right, state)
-        if left is None or right is None:
-            return None
-        return left + right if node.op == "+" else f"{left}/{right}"
-    if isinstance(node, nodes.Call):
-        func = node.func
-        name = func.attrname if isinstance(func, nodes.Attribute) else getattr(func, "name", "")
-        if name in ("Path", "PurePath", "PosixPath") and len(node.args) == 1:
-            return literal_string(node.args[0], state)
-        if name in ("Path", "PurePath", "PosixPath") and not node.args and not node.keywords:
-            return "."  # the working directory
-        is_join = name == "join" and isinstance(func, nodes.Attribute) and node.args
-        if is_join and root_name(func.expr) in ("os", "path", "osp"):
-            parts = [literal_string(a, state) for a in node.args]
-            if all(p is not None for p in parts):
-                return "/".join(p.rstrip("/") for p in parts if p)  # type: ignore[union-attr]
-    return None
+    values = string_values(node, state)
+    return next(iter(values)) if values is not None and len(values) == 1 else None
 
 
 def is_path(node: nodes.NodeNG, state: NamespaceState) -> bool:
@@ -130,7 +98,11 @@ def is_path(node: nodes.NodeNG, state: NamespaceState) -> bool:
         func = node.func
         name = func.attrname if isinstance(func, nodes.Attribute) else getattr(func, "name", "")
         return name in ("Path", "PurePath", "PosixPath")
-    return isinstance(node, nodes.Name) and node.name in state.const_strings
+    if not isinstance(node, nodes.Name):
+        return False
+    choices = state.choices.get(node.name)
+    return node.name in state.const_strings or (
+        choices is not None and all(isinstance(c, str) for c in choices))
 
 
 def argument(node: nodes.Call, position: int, keyword: str | None) -> nodes.NodeNG | None:

@@ -19,6 +19,7 @@ from nb2cwl.analysis.names import (
     ELEMENT_SHARING_BUILTINS,
     root_name,
 )
+from nb2cwl.analysis.string_values import name_values, string_values
 
 if TYPE_CHECKING:
     from nb2cwl.analysis.state import NamespaceState
@@ -76,12 +77,19 @@ class NameEffects:
         self.figure_names.discard(name)
         state = self.state
         first_binding = name not in state.bound
+        before = frozenset() if first_binding else name_values(name, state)
         state.bound.add(name)
         state.definitions.pop(name, None)
         state.const_strings.pop(name, None)
         state.types.pop(name, None)
         families = self.families_of(value) if value is not None else frozenset()
         if self.depth > 0:
+            # the strings it may be: the new ones, or still the old ones (`path = f"..."`)
+            state.string_items.pop(name, None)
+            strings = string_values(value, state) if value is not None else None
+            state.choices.pop(name, None)
+            if strings is not None and before is not None:
+                state.choices[name] = strings | before
             # may or may not happen: keep what was known of the old value (aliases, function
             # effects) and learn nothing certain about the new one
             for other in self.roots_of(value) if value is not None else ():
@@ -155,6 +163,7 @@ class NameEffects:
         for member in sorted(self.state.alias_group(name)):
             self.state.definitions.pop(member, None)  # its value is data from now on
             self.state.immutable_items.discard(member)  # it may hold anything now
+            self.state.string_items.pop(member, None)
             if member not in self.definite:
                 self.fx.reads.add(member)
             self.fx.mutates.add(member)

@@ -36,6 +36,11 @@ class NamespaceState:
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
     definitions: dict[str, Definition] = field(default_factory=dict)  # replayable bindings
     const_strings: dict[str, str] = field(default_factory=dict)
+    #: a name that is one of these constants (`for i in range(8)`, `path = f"part{i}.csv"` in
+    #: that loop), while the loop that binds it runs
+    choices: dict[str, frozenset[str | int | float]] = field(default_factory=dict)
+    #: a list or set of strings known to be among these (`paths.append(path)` in that loop)
+    string_items: dict[str, frozenset[str]] = field(default_factory=dict)
     types: dict[str, str] = field(default_factory=dict)  # syntactically known value types
     immutable_items: set[str] = field(default_factory=set)  # collections of numbers/strings
     iterators: set[str] = field(default_factory=set)  # one-pass: using them uses them up
@@ -77,6 +82,8 @@ class NamespaceState:
         self.functions.pop(name, None)
         self.definitions.pop(name, None)
         self.const_strings.pop(name, None)
+        self.choices.pop(name, None)
+        self.string_items.pop(name, None)
         self.types.pop(name, None)
         self.immutable_items.discard(name)
         self.iterators.discard(name)

@@ -29,6 +29,7 @@ from nb2cwl.analysis.scalars import SCALAR, scalar_items
 from nb2cwl.analysis.shared_objects import SharedObjects
 from nb2cwl.analysis.state import NamespaceState
 from nb2cwl.analysis.store_effects import StoreEffects
+from nb2cwl.analysis.string_values import iteration_values, name_values
 from nb2cwl.analysis.summaries import default_roots, summarize_class, summarize_function
 from nb2cwl.analysis.value_types import ValueTypes
 
@@ -213,6 +214,8 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
     def _stmt_For(self, node: nodes.For) -> None:
         self.expression(node.iter)
         bound_before = set(self.state.bound)
+        target = node.target.name if isinstance(node.target, nodes.AssignName) else None
+        before = name_values(target, self.state) if target in bound_before else frozenset()
 
         def body() -> None:
             if fresh_items(node.iter):  # for key, group in df.groupby("k"): new frames
@@ -224,6 +227,10 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
             else:
                 self.target(node.target, node.iter, iterated=True)
             self._scalar_loop_variables(node, bound_before)
+            items = iteration_values(node.iter, self.state)
+            if target is not None and items is not None and before is not None and (
+                    not self.function_mode):  # `for i in range(8)`: one of them (or as before)
+                self.state.choices[target] = items | before
             self.statements(node.body)
             self.statements(node.orelse)
 

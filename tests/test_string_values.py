@@ -1,0 +1,86 @@
+"""Paths built from loop variables and lists of them (analysis/string_values.py): the files a
+cell reads and writes are named, not "a path the analysis cannot resolve"; and where the code
+may make another string, the path stays unresolved."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_analysis import effects, flow, inputs, make_notebook
+
+WRITE_PARTS = ("import pandas as pd\npaths = []\nfor i in range(3):\n"
+               "    path = f'part{i}.csv'\n"
+               "    pd.DataFrame({'a': [i, i + 1]}).to_csv(path, index=False)\n"
+               "    paths.append(path)")
+READ_PARTS = ("totals = {}\nfor path in paths:\n    frame = pd.read_csv(path)\n"
+              "    totals[path] = int(frame['a'].sum())\nprint(totals)")
+PARTS = {"part0.csv", "part1.csv", "part2.csv"}
+
+
+def test_files_named_by_a_loop_and_read_back_from_a_list(tmp_path):
+    df = flow(tmp_path, [WRITE_PARTS, READ_PARTS])
+    assert effects(df, 0).file_writes == PARTS and not effects(df, 0).opaque_io
+    assert effects(df, 1).file_reads == PARTS and not effects(df, 1).opaque_reads
+    assert {(f"file:{name}", 0) for name in PARTS} <= inputs(df, 1)
+
+
+@pytest.mark.parametrize(("cells", "files"), [
+    (['paths = [f"part{i}.csv" for i in range(3) if i != 1]',
+      "for p in paths:\n    print(open(p).read())"], {"part0.csv", "part1.csv", "part2.csv"}),
+    (["import os\nfor name in ['a', 'b']:\n    print(open(os.path.join('data', f'{name}.txt'))"
+      ".read())"], {"data/a.txt", "data/b.txt"}),
+    (["from pathlib import Path\nfor n in (1, 2):\n    print((Path('out') / f'n{n!r}.txt')"
+      ".read_text())"], {"out/n1.txt", "out/n2.txt"}),
+    (["for i in range(2):\n    pass", "print(open(f'p{i}.txt').read())"], {"p0.txt", "p1.txt"}),
+])
+def test_paths_from_known_loops(tmp_path, cells, files):
+    df = flow(tmp_path, cells)
+    last = len(cells) - 1
+    assert effects(df, last).file_reads == files
+    assert not effects(df, last).opaque_reads
+
+
+@pytest.mark.parametrize("cells", [
+    # the list may hold other strings from here on
+    ["paths = ['a.txt']", "paths.extend(more)", "for p in paths:\n    open(p).read()"],
+    ["paths = ['a.txt']", "paths = paths + more", "for p in paths:\n    open(p).read()"],
+    ["paths = ['a.txt']", "paths.append(pick())", "for p in paths:\n    open(p).read()"],
+    ["paths = ['a.txt']", "paths[0] = pick()", "for p in paths:\n    open(p).read()"],
+    ["paths = ['a.txt']", "alias = paths\nalias.append(pick())",
+     "for p in paths:\n    open(p).read()"],
+    ["paths = ['a.txt']", "def add(xs):\n    xs.append(pick())", "add(paths)",
+     "for p in paths:\n    open(p).read()"],
+    ["paths = ['a.txt']", "def add():\n    paths.append(pick())", "add()",
+     "for p in paths:\n    open(p).read()"],
+    # a format the analysis does not apply, a value it does not know, too many names
+    ["for i in range(3):\n    open(f'part{i:02d}.csv').read()"],
+    ["for i in range(n):\n    open(f'part{i}.csv').read()"],
+    ["for i in range(1000):\n    open(f'part{i}.csv').read()"],
+    ["path = pick()", "for i in range(3):\n    if i:\n        path = f'p{i}.txt'\n"
+     "    open(path).read()"],
+])
+def test_a_path_that_may_be_another_string_stays_unresolved(tmp_path, cells):
+    df = flow(tmp_path, cells)
+    assert effects(df, len(cells) - 1).opaque_reads, effects(df, len(cells) - 1).file_reads
+
+
+@pytest.mark.streamflow
+def test_a_per_file_notebook_runs_as_in_jupyter_without_a_warning(tmp_path):
+    from equivalence import run_with_nbclient, run_with_workflow
+
+    source = Path(make_notebook(tmp_path, [WRITE_PARTS, READ_PARTS]))
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep
+               + os.environ["PATH"])
+    compiled = subprocess.run([sys.executable, "-m", "nb2cwl", str(source), "-o",
+                               str(tmp_path / "compiled")], capture_output=True, text=True,
+                              env=env)
+    assert compiled.returncode == 0, compiled.stderr
+    assert "unresolved-io" not in compiled.stderr, compiled.stderr
+    ours, results = run_with_workflow(source, tmp_path / "workflow")
+    assert ours == run_with_nbclient(source, tmp_path / "kernel")
+    assert ours[1] == ["stdout: {'part0.csv': 1, 'part1.csv': 3, 'part2.csv': 5}\n"]
+    assert sorted(p.name for p in (results / "written-files").iterdir()) == sorted(PARTS)
