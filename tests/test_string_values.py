@@ -56,6 +56,10 @@ def test_paths_from_known_loops(tmp_path, cells, files):
      "for p in paths:\n    open(p).read()"],
     ["paths = ['a.txt']", "def add():\n    paths.append(pick())", "add()",
      "for p in paths:\n    open(p).read()"],
+    ["paths = ['a.txt']", "def reset():\n    global paths\n    paths = [pick()]", "reset()",
+     "for p in paths:\n    open(p).read()"],
+    ["path = 'a.txt'", "def move():\n    global path\n    path = pick()", "move()",
+     "open(path).read()"],
     # a format the analysis does not apply, a value it does not know, too many names
     ["for i in range(3):\n    open(f'part{i:02d}.csv').read()"],
     ["for i in range(n):\n    open(f'part{i}.csv').read()"],

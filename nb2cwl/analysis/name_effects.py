@@ -223,6 +223,8 @@ class NameEffects:
             # what it holds now is not known here (`global base; base = [0]`)
             self.state.types.pop(written, None)
             self.state.const_strings.pop(written, None)
+            self.state.choices.pop(written, None)
+            self.state.string_items.pop(written, None)
             self.state.immutable_items.discard(written)
         for mutated in sorted(fx.mutates):
             self.mutate(mutated, 0, why)
