@@ -280,6 +280,14 @@ def test_a_while_loop_is_not_assumed_cheap(tmp_path):
                                    _two_cores(tmp_path))) == [[1, 2, 3]]
 
 
+def test_a_measured_step_beside_an_unbounded_one_says_what_it_gains(tmp_path):
+    cells = [SETTLE, "a = settle(0.2)", *_timed([("b = 2", 3.0)]), "print(a + b)"]
+    workflow = compile_notebook(make_notebook(tmp_path, cells), _two_cores(tmp_path))
+    assert _cells(workflow) == [[1], [2], [3]]
+    reason = next(r for r in workflow.steps[1].reasons if "runs beside" in r)
+    assert "about 2.4 s gained" in reason, reason  # not the other's estimate: it has no bound
+
+
 @pytest.mark.streamflow
 def test_cells_with_while_loops_run_side_by_side_as_in_jupyter(tmp_path):
     from equivalence import run_with_nbclient, run_with_workflow

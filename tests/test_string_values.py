@@ -72,6 +72,50 @@ def test_a_path_that_may_be_another_string_stays_unresolved(tmp_path, cells):
     assert effects(df, len(cells) - 1).opaque_reads, effects(df, len(cells) - 1).file_reads
 
 
+@pytest.mark.parametrize(("cells", "read"), [
+    # the body is walked once: what an earlier iteration left
+    (['paths = ["a.csv"]', 'for p in paths:\n    open(p).read()\n    if p == "a.csv":\n'
+      '        paths.append("b.csv")'], "b.csv"),
+    (['paths = []\np = "a.csv"', 'for i in range(2):\n    paths.append(p)\n'
+      '    p = f"b{i}.csv"', "for q in paths:\n    open(q).read()"], "b0.csv"),
+    (['path = "a.csv"', 'for i in range(3):\n    open(path).read()\n'
+      '    path = f"part{i}.csv"'], "part0.csv"),
+    (['path = "a.csv"\ni = 0', 'while i < 3:\n    open(path).read()\n'
+      '    path = f"part{i}.csv"\n    i += 1'], "part0.csv"),
+    # a function's, a comprehension's or a lambda's own names are not the globals
+    (["for i in range(2):\n    pass", 'def read_all(n):\n    for i in range(n):\n'
+      '        open(f"p{i}.txt").read()', "read_all(5)"], "p4.txt"),
+    (["for i in range(2):\n    pass", 'def read(i):\n    return open(f"p{i}.txt").read()',
+      "read(7)"], "p7.txt"),
+    (["for i in range(2):\n    pass", '[open(f"p{i}.txt").read() for i in range(5)]'],
+     "p4.txt"),
+    (["for i in range(2):\n    pass", 'f = lambda i: open(f"p{i}.txt").read()', "f(7)"],
+     "p7.txt"),
+    (['path = "a.csv"', "def load(name):\n    path = name\n    return open(path).read()",
+      'load("b.csv")'], "b.csv"),
+    # bound where the analysis does not see it
+    (['def setup():\n    global path\n    path = "secret.csv"', "setup()",
+      'for i in range(2):\n    if i == 1:\n        path = f"part{i}.csv"\n'
+      '    open(path).read()'], "secret.csv"),
+    (["from config import *", 'for i in range(2):\n    if i == 1:\n'
+      '        path = f"part{i}.csv"\n    open(path).read()'], "secret.csv"),
+    (['globals()["path"] = "secret.csv"', 'for i in range(2):\n    if i == 1:\n'
+      '        path = f"part{i}.csv"\n    open(path).read()'], "secret.csv"),
+    (['def setup():\n    global i\n    i = 7', "setup()", "for i in []:\n    pass",
+      'open(f"p{i}.txt").read()'], "p7.txt"),
+    # a loop over a string binds its characters; a swap; an unseen change
+    (['for ch in "ab":\n    open(ch).read()'], "a"),
+    (['a = "x.csv"\nb = "y.csv"', "a, b = b, a", "open(b).read()"], "x.csv"),
+    (['paths = ["a.txt"]', "list.append(paths, pick())", "for p in paths:\n    open(p).read()"],
+     "?"),
+    (['import os', 'open(os.path.join("data", "/abs")).read()'], "/abs"),
+])
+def test_a_path_is_every_string_it_may_be_or_unresolved(tmp_path, cells, read):
+    """Never fewer names than the code may use: else a step misses its file."""
+    found = effects(flow(tmp_path, cells), len(cells) - 1)
+    assert found.opaque_reads or read in found.file_reads, found.file_reads
+
+
 @pytest.mark.streamflow
 def test_a_per_file_notebook_runs_as_in_jupyter_without_a_warning(tmp_path):
     from equivalence import run_with_nbclient, run_with_workflow

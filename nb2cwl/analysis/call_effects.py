@@ -32,6 +32,11 @@ from nb2cwl.analysis.value_types import CONTAINERS_OF_KNOWN
 if TYPE_CHECKING:
     from nb2cwl.analysis.state import NamespaceState
 
+#: Builtins that change no argument: a list of known strings passed to them stays known.
+_KEEPING_ITS_ARGUMENTS = frozenset({
+    "print", "len", "sorted", "list", "tuple", "set", "frozenset", "enumerate", "zip",
+    "reversed", "iter", "any", "all", "min", "max", "sum", "str", "repr", "map", "filter"})
+
 #: What IPython puts in the namespace: its objects hold nothing of the notebook's.
 _SHELL_NAMES = frozenset({"get_ipython", "display"})
 
@@ -73,6 +78,10 @@ class CallEffects:
         if self.magic_call(node, line):
             return
         qualified = self.qualify(func)
+        if qualified not in _KEEPING_ITS_ARGUMENTS:  # `helper(paths)` may add to the list
+            for argument in [*node.args, *(k.value for k in node.keywords or ())]:
+                for name in argument.nodes_of_class(nodes.Name):
+                    self.state.string_items.pop(name.name, None)
         self._opaque_namespace(node, qualified, line)
         self._hidden_rng(qualified, node)
         self._files(node, qualified, line)

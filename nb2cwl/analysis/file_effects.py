@@ -17,12 +17,29 @@ class FileEffects:
 
     fx: Effects
     state: NamespaceState
+    function_mode: bool
+    locals: set[str]
+    params: tuple[str, ...]
+    comprehension_names: set[str]
+
+    def _strings(self, node: nodes.NodeNG | None) -> frozenset[str] | None:
+        """The strings `node` may be here: its names are the notebook's globals as known now,
+        but a comprehension's own; in a function body, its own names are unknown and a
+        global only a constant string (the body runs when called)."""
+        hidden = set(self.comprehension_names)
+        if self.function_mode:
+            hidden |= self.locals | set(self.params)
+        return string_values(node, self.state, hidden, self.function_mode)
+
+    def _literal(self, node: nodes.NodeNG | None) -> str | None:
+        values = self._strings(node)
+        return next(iter(values)) if values is not None and len(values) == 1 else None
 
     def _files(self, node: nodes.Call, qualified: str | None, line: int) -> None:
         func = node.func
         if qualified in ("open", "io.open", "builtins.open", "gzip.open", "bz2.open", "lzma.open"):
             mode = argument(node, 1, "mode")
-            mode_text = literal_string(mode, self.state) if mode is not None else "r"
+            mode_text = self._literal(mode) if mode is not None else "r"
             self._file_access(argument(node, 0, "file"), _open_mode(mode_text), line, "open()")
             return
         if qualified in kb.FILE_FUNCTIONS:
@@ -31,7 +48,7 @@ class FileEffects:
                               qualified + "()")
             return
         if qualified in kb.OPAQUE_READ_FUNCTIONS:
-            path = literal_string(argument(node, 0, None), self.state)
+            path = self._literal(argument(node, 0, None))
             if path is None or any(c in path for c in "*?["):
                 # a listing or pattern may match files of any earlier cell
                 self.fx.opaque_reads.append((line, f"{qualified}() looks at files the analysis "
@@ -68,7 +85,7 @@ class FileEffects:
             self._file_access(path_node, spec.mode, line, f".{func.attrname}()")
 
     def _file_access(self, argument: nodes.NodeNG | None, mode: str, line: int, what: str) -> None:
-        paths = string_values(argument, self.state) if argument is not None else None
+        paths = self._strings(argument) if argument is not None else None
         if paths is None:
             found = self.fx.opaque_reads if mode == "r" else self.fx.opaque_io
             found.append((line, f"{what} with a path the analysis cannot resolve"))
@@ -81,12 +98,6 @@ class FileEffects:
             self.fx.file_reads.add(path)
         if "w" in mode:
             self.fx.file_writes.add(path)
-
-
-def literal_string(node: nodes.NodeNG | None, state: NamespaceState) -> str | None:
-    """A string the expression certainly evaluates to, or None."""
-    values = string_values(node, state)
-    return next(iter(values)) if values is not None and len(values) == 1 else None
 
 
 def is_path(node: nodes.NodeNG, state: NamespaceState) -> bool:

@@ -77,7 +77,7 @@ class NameEffects:
         self.figure_names.discard(name)
         state = self.state
         first_binding = name not in state.bound
-        before = frozenset() if first_binding else name_values(name, state)
+        before = name_values(name, state) if self.may_be_bound(name) else frozenset()
         state.bound.add(name)
         state.definitions.pop(name, None)
         state.const_strings.pop(name, None)
@@ -202,6 +202,12 @@ class NameEffects:
                     else node.func if isinstance(node, nodes.Call) else node.value)
         return None
 
+    def may_be_bound(self, name: str | None) -> bool:
+        """Whether the global `name` may hold a value here: bound by the notebook, or by code
+        the analysis cannot read (a star import, exec(), globals())."""
+        return name is not None and (name in self.state.bound or self.state.unseen_bindings
+                                     or bool(self.fx.opaque_namespace))
+
     def apply_use(self, name: str) -> None:
         """A use of a user function or class: its body's effects happen here (late binding)."""
         summary = self.state.functions.get(name)
@@ -221,6 +227,7 @@ class NameEffects:
             self.fx.writes.add(written)
             self.fx.reads.add(written)  # conditionally rebound inside the function
             # what it holds now is not known here (`global base; base = [0]`)
+            self.state.bound.add(written)
             self.state.types.pop(written, None)
             self.state.const_strings.pop(written, None)
             self.state.choices.pop(written, None)

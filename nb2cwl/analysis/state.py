@@ -41,6 +41,8 @@ class NamespaceState:
     choices: dict[str, frozenset[str | int | float]] = field(default_factory=dict)
     #: a list or set of strings known to be among these (`paths.append(path)` in that loop)
     string_items: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: code the analysis cannot read may have bound any global (`from m import *`, exec)
+    unseen_bindings: bool = False
     types: dict[str, str] = field(default_factory=dict)  # syntactically known value types
     immutable_items: set[str] = field(default_factory=set)  # collections of numbers/strings
     iterators: set[str] = field(default_factory=set)  # one-pass: using them uses them up

@@ -57,6 +57,12 @@ class StoreEffects:
             if pairs is not None:  # losses, accs = [], []: each name its own value
                 for element, part in pairs:
                     self.target(element, part)
+                names = {n.name for n in node.nodes_of_class(nodes.AssignName)}
+                if names & {n.name for n in value.nodes_of_class(nodes.Name)}:
+                    for name in names:  # `a, b = b, a`: the parts were read before any binding
+                        self.state.const_strings.pop(name, None)
+                        self.state.choices.pop(name, None)
+                        self.state.string_items.pop(name, None)
                 return
             fresh_first = iterated and not nested and self._fresh_first_item(value)
             for position, element in enumerate(node.elts):

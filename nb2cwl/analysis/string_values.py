@@ -6,73 +6,91 @@ list the notebook filled with such strings (`for path in paths`). A name's possi
 are in the namespace state: `const_strings` (one), `choices` (one of several, e.g. a loop
 variable) and `string_items` (what a list holds). An answer is a superset of what can happen,
 or None: the analysis then says it cannot resolve the path.
+
+Where a name is not the notebook's global as the state knows it now, its value is unknown:
+a comprehension's or a function's own names (`hidden`), and, in a function body, which runs
+when called, every global but a constant string (`constants_only`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import posixpath
+from collections.abc import Callable, Collection
 from itertools import product
 
 from astroid import nodes
 
-from nb2cwl.analysis.names import root_name
 from nb2cwl.analysis.state import NamespaceState
 
 #: More possible values than this are not worth naming one by one: the path is unresolved.
 MOST = 256
 _PATHS = ("Path", "PurePath", "PosixPath")
 _CONVERSIONS = {-1: lambda v: format(v, ""), 115: str, 114: repr, 97: ascii}
+_OS_PATH = ("os.path", "posixpath")
+
+Value = str | int | float
 
 
-def string_values(node: nodes.NodeNG | None, state: NamespaceState) -> frozenset[str] | None:
+def string_values(node: nodes.NodeNG | None, state: NamespaceState,
+                  hidden: Collection[str] = (),
+                  constants_only: bool = False) -> frozenset[str] | None:
     """Every string `node` may evaluate to, or None where the code does not say."""
-    values = _values(node, state)
-    if values is None or not all(isinstance(v, str) for v in values):
-        return None
-    return values  # type: ignore[return-value]
+    return _Reader(state, hidden, constants_only).strings(node)
 
 
-def name_values(name: str, state: NamespaceState) -> frozenset[str | int | float] | None:
+def name_values(name: str, state: NamespaceState) -> frozenset[Value] | None:
     """The constants the global `name` may be bound to now, or None."""
     if name in state.choices:
-        return state.choices[name]
+        return state.choices[name] or None
     known = state.const_strings.get(name)
     return None if known is None else frozenset({known})
 
 
-def iteration_values(iterable: nodes.NodeNG,
-                     state: NamespaceState) -> frozenset[str | int | float] | None:
+def iteration_values(iterable: nodes.NodeNG, state: NamespaceState) -> frozenset[Value] | None:
     """The constants a loop over `iterable` binds its variable to (`range(8)`, a literal list
     of constants, a list of known strings), or None."""
-    if isinstance(iterable, nodes.Call) and isinstance(iterable.func, nodes.Name) and (
-            iterable.func.name == "range") and not iterable.keywords:
-        bounds = [a.value for a in iterable.args
-                  if isinstance(a, nodes.Const) and type(a.value) is int]
-        if len(bounds) == len(iterable.args) and 1 <= len(bounds) <= 3 and (
-                len(bounds) < 3 or bounds[2] != 0):
-            numbers = range(*bounds)
-            return frozenset(numbers) if len(numbers) <= MOST else None
-        return None
-    if isinstance(iterable, (nodes.List, nodes.Tuple, nodes.Set)):
-        found: set[str | int | float] = set()
-        for element in iterable.elts:
-            values = _values(element, state)
-            if values is None:
-                return None
-            found |= values
-        return frozenset(found) if len(found) <= MOST else None
-    if isinstance(iterable, nodes.Name) and iterable.name in state.string_items:
-        return state.string_items[iterable.name]  # type: ignore[return-value]
-    return None
+    return _Reader(state, (), False).items(iterable)
+
+
+def changed_in_loop(loop: nodes.For | nodes.While, state: NamespaceState) -> None:
+    """Forget the strings of the names the loop may rebind, and of the lists it may change
+    or read otherwise than `xs.append(s)`: its body is walked once, so a read in it would
+    see only what was known before the loop, not what an earlier iteration left."""
+    parts = [*loop.body, *loop.orelse, loop.test if isinstance(loop, nodes.While) else None]
+    iterated = loop.iter.name if isinstance(loop, nodes.For) and isinstance(
+        loop.iter, nodes.Name) else None
+    for part in parts:
+        if part is None:
+            continue
+        for node in part.nodes_of_class((nodes.AssignName, nodes.DelName, nodes.Name,
+                                         nodes.FunctionDef, nodes.ClassDef, nodes.Import,
+                                         nodes.ImportFrom)):
+            if isinstance(node, (nodes.Import, nodes.ImportFrom)):
+                names = [alias or name.split(".")[0] for name, alias in node.names]
+            elif isinstance(node, nodes.Name):
+                appended = (isinstance(node.parent, nodes.Attribute)
+                            and node.parent.attrname in ("append", "add")
+                            and isinstance(node.parent.parent, nodes.Call)
+                            and node.parent.parent.func is node.parent)
+                if not appended or node.name == iterated:  # `for p in ps: ps.append(q)`
+                    state.string_items.pop(node.name, None)
+                continue
+            else:
+                names = [node.name]
+            for name in names:
+                state.const_strings.pop(name, None)
+                state.choices.pop(name, None)
+                state.string_items.pop(name, None)
 
 
 def collection_strings(node: nodes.NodeNG, state: NamespaceState) -> frozenset[str] | None:
     """The strings a list, tuple or set `node` holds, when all are known: a literal, or a
     comprehension over a known loop (`[f"part{i}.csv" for i in range(8)]`)."""
+    reader = _Reader(state, (), False)
     if isinstance(node, (nodes.List, nodes.Tuple, nodes.Set)):
         found: set[str] = set()
         for element in node.elts:
-            values = string_values(element, state)
+            values = reader.strings(element)
             if values is None:
                 return None
             found |= values
@@ -81,71 +99,119 @@ def collection_strings(node: nodes.NodeNG, state: NamespaceState) -> frozenset[s
         generator = node.generators[0]
         if not isinstance(generator.target, nodes.AssignName):
             return None
-        items = iteration_values(generator.iter, state)
+        items = reader.items(generator.iter)
         if items is None:
             return None
-        name = generator.target.name
-        before = state.choices.get(name)
-        state.choices[name] = items  # the comprehension's own variable, for its element
-        try:
-            return string_values(node.elt, state)  # filters only leave out some
-        finally:
-            if before is None:
-                state.choices.pop(name, None)
-            else:
-                state.choices[name] = before
+        reader.bound = {generator.target.name: items}  # filters only leave some out
+        return reader.strings(node.elt)
     return None
 
 
-def _values(node: nodes.NodeNG | None,
-            state: NamespaceState) -> frozenset[str | int | float] | None:
-    if node is None:
-        return None
-    if isinstance(node, nodes.Const) and type(node.value) in (str, int, float):
-        return frozenset({node.value})
-    if isinstance(node, nodes.Name):
-        return name_values(node.name, state)
-    if isinstance(node, nodes.JoinedStr):
-        return _joined(node, state)
-    if isinstance(node, nodes.BinOp) and node.op in ("+", "/"):
-        left, right = string_values(node.left, state), string_values(node.right, state)
-        if left is None or right is None:
+class _Reader:
+    def __init__(self, state: NamespaceState, hidden: Collection[str],
+                 constants_only: bool) -> None:
+        self.state = state
+        self.hidden = hidden
+        self.constants_only = constants_only
+        self.bound: dict[str, frozenset[Value]] = {}  # a comprehension's own variable
+
+    def strings(self, node: nodes.NodeNG | None) -> frozenset[str] | None:
+        values = self.values(node)
+        if not values or not all(isinstance(v, str) for v in values):
+            return None  # (no value at all: the code cannot run, or the state is wrong)
+        return values  # type: ignore[return-value]
+
+    def items(self, iterable: nodes.NodeNG) -> frozenset[Value] | None:
+        if isinstance(iterable, nodes.Call) and isinstance(iterable.func, nodes.Name) and (
+                iterable.func.name == "range") and not iterable.keywords and (
+                "range" not in self.state.bound):
+            bounds = [a.value for a in iterable.args
+                      if isinstance(a, nodes.Const) and type(a.value) is int]
+            if len(bounds) == len(iterable.args) and 1 <= len(bounds) <= 3 and (
+                    len(bounds) < 3 or bounds[2] != 0):
+                numbers = range(*bounds)
+                return frozenset(numbers) if 0 < len(numbers) <= MOST else None
             return None
-        return _combined([left, right], "".join if node.op == "+" else "/".join)
-    if isinstance(node, nodes.Call):
+        if isinstance(iterable, (nodes.List, nodes.Tuple, nodes.Set)):
+            found: set[Value] = set()
+            for element in iterable.elts:
+                values = self.values(element)
+                if values is None:
+                    return None
+                found |= values
+            return frozenset(found) if 0 < len(found) <= MOST else None
+        if isinstance(iterable, nodes.Name) and not self.constants_only and (
+                iterable.name not in self.hidden):
+            return self.state.string_items.get(iterable.name) or None
+        return None
+
+    def values(self, node: nodes.NodeNG | None) -> frozenset[Value] | None:
+        if node is None:
+            return None
+        if isinstance(node, nodes.Const) and type(node.value) in (str, int, float):
+            return frozenset({node.value})
+        if isinstance(node, nodes.Name):
+            return self._name(node.name)
+        if isinstance(node, nodes.JoinedStr):
+            return self._joined(node)
+        if isinstance(node, nodes.BinOp) and node.op in ("+", "/"):
+            left, right = self.strings(node.left), self.strings(node.right)
+            if left is None or right is None:
+                return None
+            return _combined([left, right], "".join if node.op == "+" else "/".join)
+        if isinstance(node, nodes.Call):
+            return self._call(node)
+        return None
+
+    def _name(self, name: str) -> frozenset[Value] | None:
+        if name in self.bound:
+            return self.bound[name]
+        if name in self.hidden:
+            return None
+        if self.constants_only:
+            known = self.state.const_strings.get(name)
+            return None if known is None or name in self.state.choices else frozenset({known})
+        return name_values(name, self.state)
+
+    def _call(self, node: nodes.Call) -> frozenset[Value] | None:
         func = node.func
         name = func.attrname if isinstance(func, nodes.Attribute) else getattr(func, "name", "")
-        if name in _PATHS and len(node.args) == 1 and not node.keywords:
-            return string_values(node.args[0], state)
-        if name in _PATHS and not node.args and not node.keywords:
+        if node.keywords:
+            return None
+        if name in _PATHS and len(node.args) == 1:
+            return self.strings(node.args[0])
+        if name in _PATHS and not node.args:
             return frozenset({"."})  # the working directory
-        if (name == "join" and isinstance(func, nodes.Attribute) and node.args
-                and root_name(func.expr) in ("os", "path", "osp")):
-            parts = [string_values(a, state) for a in node.args]
+        if name == "join" and isinstance(func, nodes.Attribute) and node.args and (
+                self._is_os_path(func.expr)):
+            parts = [self.strings(a) for a in node.args]
             if any(p is None for p in parts):
                 return None
-            return _combined(parts, _path_join)  # type: ignore[arg-type]
-    return None
+            return _combined(parts, lambda chosen: posixpath.join(*chosen))  # type: ignore
+        return None
 
+    def _is_os_path(self, node: nodes.NodeNG) -> bool:
+        """`os.path`, or a name imported as it (`from os import path`, `import os.path as
+        osp`)."""
+        imports = self.state.imports
+        if isinstance(node, nodes.Attribute) and node.attrname == "path":
+            return isinstance(node.expr, nodes.Name) and imports.get(node.expr.name) == "os"
+        return isinstance(node, nodes.Name) and imports.get(node.name) in _OS_PATH
 
-def _joined(node: nodes.JoinedStr, state: NamespaceState) -> frozenset[str] | None:
-    parts: list[frozenset[str]] = []
-    for value in node.values:
-        if isinstance(value, nodes.Const):
-            parts.append(frozenset({str(value.value)}))
-        elif isinstance(value, nodes.FormattedValue) and value.format_spec is None:
-            inner = _values(value.value, state)
-            convert = _CONVERSIONS.get(value.conversion)
-            if inner is None or convert is None:
+    def _joined(self, node: nodes.JoinedStr) -> frozenset[Value] | None:
+        parts: list[frozenset[str]] = []
+        for value in node.values:
+            if isinstance(value, nodes.Const):
+                parts.append(frozenset({str(value.value)}))
+            elif isinstance(value, nodes.FormattedValue) and value.format_spec is None:
+                inner = self.values(value.value)
+                convert = _CONVERSIONS.get(value.conversion)
+                if inner is None or convert is None:
+                    return None
+                parts.append(frozenset(convert(v) for v in inner))
+            else:
                 return None
-            parts.append(frozenset(convert(v) for v in inner))
-        else:
-            return None
-    return _combined(parts, "".join)
-
-
-def _path_join(parts: tuple[str, ...]) -> str:
-    return "/".join(part.rstrip("/") for part in parts if part)
+        return _combined(parts, "".join)
 
 
 def _combined(parts: list[frozenset[str]],
@@ -154,6 +220,6 @@ def _combined(parts: list[frozenset[str]],
     size = 1
     for part in parts:
         size *= len(part)
-    if size > MOST:
+    if size > MOST or size == 0:
         return None
     return frozenset(join(chosen) for chosen in product(*parts))

@@ -29,7 +29,7 @@ from nb2cwl.analysis.scalars import SCALAR, scalar_items
 from nb2cwl.analysis.shared_objects import SharedObjects
 from nb2cwl.analysis.state import NamespaceState
 from nb2cwl.analysis.store_effects import StoreEffects
-from nb2cwl.analysis.string_values import iteration_values, name_values
+from nb2cwl.analysis.string_values import changed_in_loop, iteration_values, name_values
 from nb2cwl.analysis.summaries import default_roots, summarize_class, summarize_function
 from nb2cwl.analysis.value_types import ValueTypes
 
@@ -61,6 +61,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         self.param_mutations: set[str] = set()
         self.local_aliases: dict[str, set[str]] = {}
         self.item_roots: dict[str, set[str]] = {}  # comprehension variable -> its collections
+        self.comprehension_names: set[str] = set()  # bound by the comprehensions walked now
         self.figure_names: set[str] = set()  # bound to parts of the cell's current figure
         # names that come to share objects are handed on together by the cell (see
         # SharedObjects); not in a loop's per-item code, whose results are checked apart
@@ -93,6 +94,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
     def finish(self) -> Effects:
         """Close the walk: conditionally bound names pass their old value through."""
         if not self.function_mode:
+            self.state.unseen_bindings |= bool(self.fx.opaque_namespace)
             maybe = (self.fx.writes | self.fx.deletes) - self.definite
             self.fx.passes_through |= maybe - self.fx.reads
             self.fx.reads |= maybe
@@ -149,6 +151,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         module = "." * (node.level or 0) + (node.modname or "")
         for name, alias in node.names:
             if name == "*":
+                self.state.unseen_bindings = True
                 continue
             bound = alias or name
             self.write(bound, None)
@@ -215,7 +218,9 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         self.expression(node.iter)
         bound_before = set(self.state.bound)
         target = node.target.name if isinstance(node.target, nodes.AssignName) else None
-        before = name_values(target, self.state) if target in bound_before else frozenset()
+        before = name_values(target, self.state) if self.may_be_bound(target) else frozenset()
+        if not self.function_mode:  # what later iterations may see (the body is walked once)
+            changed_in_loop(node, self.state)
 
         def body() -> None:
             if fresh_items(node.iter):  # for key, group in df.groupby("k"): new frames
@@ -227,6 +232,8 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
             else:
                 self.target(node.target, node.iter, iterated=True)
             self._scalar_loop_variables(node, bound_before)
+            for name in node.target.nodes_of_class(nodes.AssignName):
+                self.state.choices.pop(name.name, None)  # an item, not the collection
             items = iteration_values(node.iter, self.state)
             if target is not None and items is not None and before is not None and (
                     not self.function_mode):  # `for i in range(8)`: one of them (or as before)
@@ -249,6 +256,8 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
                 self.state.types[name] = SCALAR
 
     def _stmt_While(self, node: nodes.While) -> None:
+        if not self.function_mode:
+            changed_in_loop(node, self.state)
         self.expression(node.test)
         self._conditional(lambda: (self.statements(node.body), self.statements(node.orelse)))
 
@@ -390,6 +399,10 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         """
         bound: set[str] = set()
         saved = dict(self.item_roots)
+        saved_names = self.comprehension_names
+        self.comprehension_names = saved_names | {
+            name.name for generator in node.generators
+            for name in generator.target.nodes_of_class(nodes.AssignName)}
         try:
             for index, generator in enumerate(node.generators):
                 if index == 0:
@@ -411,6 +424,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
                 self._comp_expr(part, bound)
         finally:
             self.item_roots = saved
+            self.comprehension_names = saved_names
 
     def _uses_up(self, node: nodes.Name) -> None:
         """Iterating an iterator, or passing it on, takes its items: it changes."""

@@ -118,6 +118,8 @@ def _standing_apart(workflow: Workflow, steps: list[Step], graph: Graph,
                                      "here, and from the next run on its measured seconds "
                                      "decide")
                     continue
+                if unbounded(workflow.step(other)):  # no bound: at least as long as this one
+                    other_seconds = max(other_seconds, seconds)
                 gain = min(seconds, other_seconds) - 2 * boundary.step_seconds
                 reasons[name] = (f"runs beside {other} (neither needs the other): "
                                  f"{about(seconds)} of work ({seconds_source(step)}), a "
