@@ -109,11 +109,57 @@ def test_a_path_that_may_be_another_string_stays_unresolved(tmp_path, cells):
     (['paths = ["a.txt"]', "list.append(paths, pick())", "for p in paths:\n    open(p).read()"],
      "?"),
     (['import os', 'open(os.path.join("data", "/abs")).read()'], "/abs"),
+    # a second review: a comprehension's own name, bound inside it or appended from it
+    (['paths = []\nname = "a"', '[paths.append(name + ".csv") for name in ["x", "y"]]',
+      "for p in paths:\n    open(p).read()"], "x.csv"),
+    (["for i in range(1):\n    pass", '[(path := f"p{i}.csv") for i in range(3)]',
+      "open(path).read()"], "p2.csv"),
+    # what a path is
+    (['def Path(x):\n    return x + ".csv"', 'open(Path("a")).read()'], "a.csv"),
+    (["from pathlib import Path", 'open(Path("out") / "/tmp/x.csv").read()'], "/tmp/x.csv"),
+    (["from pathlib import Path", "open(f\"{Path('data/')}_v2.csv\").read()"], "data_v2.csv"),
+    (["from pathlib import Path", 'Path("a.csv").with_suffix(".txt").read_text()'], "a.txt"),
+    (["from pathlib import Path", 'Path("a").joinpath("b.csv").read_text()'], "a/b.csv"),
+    (["from pathlib import Path", 'Path("dir", "x.csv").read_text()'], "dir/x.csv"),
+    # a list changed where its name is not written literally
+    (['paths = ["a.csv"]\ndef add():\n    paths.append("z.csv")',
+      'for p in paths:\n    open(p).read()\n    if p == "z.csv":\n        break\n    add()'],
+     "z.csv"),
+    (['paths = ["a.csv"]\nq = paths', "for p in paths:\n    open(p).read()\n"
+      '    if p == "a.csv":\n        q.append("z.csv")'], "z.csv"),
+    (['paths = ["x.csv"]\nadd = paths.append', 'add("y.csv")',
+      "for p in paths:\n    open(p).read()"], "y.csv"),
+    (['paths = ["x.csv"]', 'list(map(paths.append, ["y.csv"]))',
+      "for p in paths:\n    open(p).read()"], "y.csv"),
+    (['paths = ["x.csv"]', '(q := paths).append("z.csv")',
+      "for p in paths:\n    open(p).read()"], "z.csv"),
+    (['paths = ["x.csv"]', 'class C:\n    paths.append("z.csv")',
+      "for p in paths:\n    open(p).read()"], "z.csv"),
+    (['paths = ["x.csv"]', '%time paths.extend(["z.csv"])',
+      "for p in paths:\n    open(p).read()"], "z.csv"),
+    # a global rebound by a call in the loop, by code the analysis cannot read, or by the
+    # function that reads it
+    (['x = "a.csv"\ndef g():\n    global x\n    x = "b.csv"',
+      "for i in range(2):\n    open(x).read()\n    g()"], "b.csv"),
+    (['path = "a.csv"', "exec(\"path = 'b.csv'\")", "open(path).read()"], "b.csv"),
+    (["path = 'a.csv'\nexec(\"path = 'b.csv'\")\nopen(path).read()"], "b.csv"),
+    (['path = "a.csv"', 'globals()["path"] = "b.csv"', "open(path).read()"], "b.csv"),
+    (['path = "a.csv"', "%store -r path", "open(path).read()"], "b.csv"),
+    (['digits = "a.csv"', "from string import *", "open(digits).read()"], "0123456789"),
+    (['path = "a.csv"\ndef f():\n    global path\n    path = "b.csv"\n'
+      "    return open(path).read()", "f()"], "b.csv"),
+    # a generator expression runs when consumed
+    (['name = "a.csv"\ngen = (open(name).read() for _ in range(1))', 'name = "b.csv"',
+      "list(gen)"], "b.csv"),
+    (["for i in range(2):\n    pass", 'gen = (open(f"p{i}.csv").read() for _ in range(1))',
+      "i = 7\nlist(gen)"], "p7.csv"),
 ])
 def test_a_path_is_every_string_it_may_be_or_unresolved(tmp_path, cells, read):
     """Never fewer names than the code may use: else a step misses its file."""
-    found = effects(flow(tmp_path, cells), len(cells) - 1)
-    assert found.opaque_reads or read in found.file_reads, found.file_reads
+    df = flow(tmp_path, cells)
+    found = [effects(df, index) for index in range(len(cells))]
+    reads = set().union(*(f.file_reads for f in found))
+    assert any(f.opaque_reads for f in found) or read in reads, reads
 
 
 @pytest.mark.streamflow

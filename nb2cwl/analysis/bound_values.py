@@ -19,7 +19,7 @@ from nb2cwl.analysis.names import (
     root_name,
 )
 from nb2cwl.analysis.scalars import constant, scalar_collection
-from nb2cwl.analysis.string_values import collection_strings, string_values
+from nb2cwl.analysis.string_values import collection_strings
 
 if TYPE_CHECKING:
     from nb2cwl.analysis.state import NamespaceState
@@ -41,17 +41,18 @@ class BoundValues:
     qualify: Callable[[nodes.NodeNG], str | None]
     held_effects: Callable[[nodes.NodeNG], Effects | None]
     seeded_object: Callable[[nodes.NodeNG], bool]
+    _strings: Callable[[nodes.NodeNG | None], frozenset[str] | None]
 
     def _learn_value(self, name: str, value: nodes.NodeNG) -> None:
         from nb2cwl.analysis.summaries import summarize_function
 
         state = self.state
-        strings = string_values(value, state)  # `IMAGES = Path() / "images"`: a path too
+        strings = self._strings(value)  # `IMAGES = Path() / "images"`: a path too
         if strings is not None and len(strings) == 1:
             state.const_strings[name] = next(iter(strings))
         elif strings:
             state.choices[name] = strings  # `path = f"part{i}.csv"` in `for i in range(8)`
-        items = collection_strings(value, state)
+        items = collection_strings(value, state) if name in state.plain_lists else None
         if items is not None:  # `paths = []`: what `paths.append(path)` adds is known too
             state.string_items[name] = items
         known = self.syntactic_type(value)

@@ -26,7 +26,6 @@ from nb2cwl.analysis.names import (
     root_name,
     value_roots,
 )
-from nb2cwl.analysis.string_values import string_values
 from nb2cwl.analysis.value_types import CONTAINERS_OF_KNOWN
 
 if TYPE_CHECKING:
@@ -55,6 +54,7 @@ class CallEffects:
     # provided by the effect walker
     expression: Callable[[nodes.NodeNG | None], None]
     mutate: Callable[[str, int, str], None]
+    _strings: Callable[[nodes.NodeNG | None], frozenset[str] | None]
     mutate_expr: Callable[[nodes.NodeNG, int, str], None]
     apply_use: Callable[[str], None]
     apply_effects: Callable[[Effects, str], None]
@@ -260,7 +260,7 @@ class CallEffects:
             if (strings is not None and not self.function_mode
                     and isinstance(receiver, nodes.Name) and method in ("append", "add")
                     and len(node.args) == 1 and not node.keywords):
-                added = string_values(node.args[0], self.state)  # `paths.append(path)`
+                added = self._strings(node.args[0])  # `paths.append(path)`
                 if added is not None:
                     self.state.string_items[root] = strings | added
             return

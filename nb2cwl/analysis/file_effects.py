@@ -21,15 +21,18 @@ class FileEffects:
     locals: set[str]
     params: tuple[str, ...]
     comprehension_names: set[str]
+    declared_globals: set[str]
+    lazy: int
 
     def _strings(self, node: nodes.NodeNG | None) -> frozenset[str] | None:
         """The strings `node` may be here: its names are the notebook's globals as known now,
-        but a comprehension's own; in a function body, its own names are unknown and a
-        global only a constant string (the body runs when called)."""
+        but a comprehension's own; in a function body, its own names and the globals it
+        binds are unknown, and another global only a constant string (the body runs when
+        called); in a generator expression, which runs when consumed, every name."""
         hidden = set(self.comprehension_names)
         if self.function_mode:
-            hidden |= self.locals | set(self.params)
-        return string_values(node, self.state, hidden, self.function_mode)
+            hidden |= self.locals | set(self.params) | self.declared_globals
+        return string_values(node, self.state, hidden, self.function_mode, self.lazy > 0)
 
     def _literal(self, node: nodes.NodeNG | None) -> str | None:
         values = self._strings(node)
@@ -67,10 +70,7 @@ class FileEffects:
         if isinstance(func, nodes.Attribute) and func.attrname in kb.FILE_METHODS:
             spec = kb.FILE_METHODS[func.attrname]
             if func.attrname in ("write_text", "write_bytes", "read_text", "read_bytes"):
-                path = func.expr
-                if isinstance(path, nodes.Call) and path.args:
-                    path = path.args[0]
-                self._file_access(path, spec.mode, line, f".{func.attrname}()")
+                self._file_access(func.expr, spec.mode, line, f".{func.attrname}()")
                 return
             path_node = argument(node, spec.position, spec.keyword)
             if path_node is None and func.attrname in kb.OPTIONAL_PATH_METHODS:

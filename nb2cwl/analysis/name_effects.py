@@ -19,7 +19,7 @@ from nb2cwl.analysis.names import (
     ELEMENT_SHARING_BUILTINS,
     root_name,
 )
-from nb2cwl.analysis.string_values import name_values, string_values
+from nb2cwl.analysis.string_values import name_values
 
 if TYPE_CHECKING:
     from nb2cwl.analysis.state import NamespaceState
@@ -51,6 +51,7 @@ class NameEffects:
     _keeper: Callable[[nodes.NodeNG], bool]
     _hand_on_group: Callable[[str], None]
     _learn_value: Callable[[str, nodes.NodeNG], None]
+    _strings: Callable[[nodes.NodeNG | None], frozenset[str] | None]
 
     def read(self, name: str) -> None:
         """A load of `name`."""
@@ -86,7 +87,7 @@ class NameEffects:
         if self.depth > 0:
             # the strings it may be: the new ones, or still the old ones (`path = f"..."`)
             state.string_items.pop(name, None)
-            strings = string_values(value, state) if value is not None else None
+            strings = self._strings(value) if value is not None else None
             state.choices.pop(name, None)
             if strings is not None and before is not None:
                 state.choices[name] = strings | before

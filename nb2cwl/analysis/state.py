@@ -43,6 +43,8 @@ class NamespaceState:
     string_items: dict[str, frozenset[str]] = field(default_factory=dict)
     #: code the analysis cannot read may have bound any global (`from m import *`, exec)
     unseen_bindings: bool = False
+    #: the names used only as plain lists of strings (string_values.plain_lists)
+    plain_lists: frozenset[str] = frozenset()
     types: dict[str, str] = field(default_factory=dict)  # syntactically known value types
     immutable_items: set[str] = field(default_factory=set)  # collections of numbers/strings
     iterators: set[str] = field(default_factory=set)  # one-pass: using them uses them up
@@ -55,6 +57,13 @@ class NamespaceState:
     bound: set[str] = field(default_factory=set)  # every global the notebook has bound
     #: objects of a library that draws, made with their own seed (or that never draw)
     seeded: set[str] = field(default_factory=set)
+
+    def forget_strings(self) -> None:
+        """Code the analysis cannot read ran: any global may be another string now."""
+        self.unseen_bindings = True
+        self.const_strings.clear()
+        self.choices.clear()
+        self.string_items.clear()
 
     def alias_group(self, name: str) -> frozenset[str]:
         """`name` and every name that may refer to the same (or a containing) object."""

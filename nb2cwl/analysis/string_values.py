@@ -9,14 +9,21 @@ or None: the analysis then says it cannot resolve the path.
 
 Where a name is not the notebook's global as the state knows it now, its value is unknown:
 a comprehension's or a function's own names (`hidden`), and, in a function body, which runs
-when called, every global but a constant string (`constants_only`).
+when called, every global but a constant string (`constants_only`); in a generator
+expression, which runs when consumed, every name (`no_names`). A list's strings are followed
+only for a plain list (`plain_lists`): one the notebook uses nowhere but in
+`xs = [...]`, `xs.append(...)`, `for x in xs`, `print(xs)` and `len(xs)`, outside functions
+and classes, and none at all in a notebook with code the analysis cannot read.
 """
 
 from __future__ import annotations
 
+import ast
 import posixpath
-from collections.abc import Callable, Collection
+import re
+from collections.abc import Callable, Collection, Iterable
 from itertools import product
+from pathlib import PurePosixPath
 
 from astroid import nodes
 
@@ -24,7 +31,8 @@ from nb2cwl.analysis.state import NamespaceState
 
 #: More possible values than this are not worth naming one by one: the path is unresolved.
 MOST = 256
-_PATHS = ("Path", "PurePath", "PosixPath")
+_PATHS = frozenset({"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath",
+                    "pathlib.PurePosixPath"})
 _CONVERSIONS = {-1: lambda v: format(v, ""), 115: str, 114: repr, 97: ascii}
 _OS_PATH = ("os.path", "posixpath")
 
@@ -32,10 +40,76 @@ Value = str | int | float
 
 
 def string_values(node: nodes.NodeNG | None, state: NamespaceState,
-                  hidden: Collection[str] = (),
-                  constants_only: bool = False) -> frozenset[str] | None:
+                  hidden: Collection[str] = (), constants_only: bool = False,
+                  no_names: bool = False) -> frozenset[str] | None:
     """Every string `node` may evaluate to, or None where the code does not say."""
-    return _Reader(state, hidden, constants_only).strings(node)
+    return _Reader(state, hidden, constants_only, no_names).strings(node)
+
+
+def plain_lists(codes: Iterable[str]) -> frozenset[str]:
+    """The names of the notebook's code (each cell's, in order) used only as a plain list
+    of strings (see the module docstring)."""
+    found: dict[str, bool] = {}
+    for code in codes:
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError, RecursionError):
+            return frozenset()
+        parents = {child: parent for parent in ast.walk(tree)
+                   for child in ast.iter_child_nodes(parent)}
+        for node in ast.walk(tree):
+            if _opaque(node):
+                return frozenset()
+            if isinstance(node, ast.Call) and _magic(node):
+                for argument in node.args[1:]:  # `%time xs.extend(ys)`: code in a string
+                    if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+                        for word in re.findall(r"[A-Za-z_]\w*", argument.value):
+                            found[word] = False
+            if isinstance(node, ast.Global):
+                for name in node.names:
+                    found[name] = False
+            if isinstance(node, ast.Name):
+                found[node.id] = found.get(node.id, True) and _plain_use(node, parents)
+    return frozenset(name for name, plain in found.items() if plain)
+
+
+def _opaque(node: ast.AST) -> bool:
+    """Code that may bind any name: a star import, exec(), globals(), %run, %store."""
+    if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+            "exec", "eval", "globals", "locals", "vars", "__import__"):
+        return True
+    return isinstance(node, ast.Call) and _magic(node) and isinstance(
+        node.args[0], ast.Constant) and node.args[0].value in ("run", "store", "load")
+
+
+def _magic(node: ast.Call) -> bool:
+    return (isinstance(node.func, ast.Attribute) and node.args
+            and node.func.attr in ("run_line_magic", "run_cell_magic"))
+
+
+def _plain_use(node: ast.Name, parents: dict[ast.AST, ast.AST]) -> bool:
+    parent = parents.get(node)
+    scope = parent
+    while scope is not None:
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                              ast.ClassDef)):
+            return False  # it runs later, or elsewhere
+        scope = parents.get(scope)
+    if isinstance(node.ctx, ast.Store):
+        return (isinstance(parent, ast.Assign) and parent.targets == [node]
+                and isinstance(parent.value, (ast.List, ast.Set, ast.ListComp, ast.SetComp))
+                and isinstance(parents.get(parent), ast.Module))
+    if isinstance(node.ctx, ast.Del):
+        return False
+    if isinstance(parent, ast.Attribute) and parent.attr in ("append", "add"):
+        call = parents.get(parent)
+        return isinstance(call, ast.Call) and call.func is parent
+    if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
+        return True
+    return (isinstance(parent, ast.Call) and node in parent.args
+            and isinstance(parent.func, ast.Name) and parent.func.id in ("print", "len"))
 
 
 def name_values(name: str, state: NamespaceState) -> frozenset[Value] | None:
@@ -62,6 +136,16 @@ def changed_in_loop(loop: nodes.For | nodes.While, state: NamespaceState) -> Non
     for part in parts:
         if part is None:
             continue
+        for call in part.nodes_of_class(nodes.Call):
+            if isinstance(call.func, nodes.Name) and call.func.name in (
+                    "exec", "eval", "globals", "locals", "vars"):
+                state.forget_strings()
+        for used in part.nodes_of_class(nodes.Name):  # `g()`, `map(g, xs)`, `@g`: what the
+            summary = state.functions.get(used.name)  # notebook's function may rebind
+            for name in summary.effects.writes if summary is not None else ():
+                state.const_strings.pop(name, None)
+                state.choices.pop(name, None)
+                state.string_items.pop(name, None)
         for node in part.nodes_of_class((nodes.AssignName, nodes.DelName, nodes.Name,
                                          nodes.FunctionDef, nodes.ClassDef, nodes.Import,
                                          nodes.ImportFrom)):
@@ -109,10 +193,11 @@ def collection_strings(node: nodes.NodeNG, state: NamespaceState) -> frozenset[s
 
 class _Reader:
     def __init__(self, state: NamespaceState, hidden: Collection[str],
-                 constants_only: bool) -> None:
+                 constants_only: bool, no_names: bool = False) -> None:
         self.state = state
         self.hidden = hidden
         self.constants_only = constants_only
+        self.no_names = no_names
         self.bound: dict[str, frozenset[Value]] = {}  # a comprehension's own variable
 
     def strings(self, node: nodes.NodeNG | None) -> frozenset[str] | None:
@@ -141,7 +226,7 @@ class _Reader:
                 found |= values
             return frozenset(found) if 0 < len(found) <= MOST else None
         if isinstance(iterable, nodes.Name) and not self.constants_only and (
-                iterable.name not in self.hidden):
+                not self.no_names and iterable.name not in self.hidden):
             return self.state.string_items.get(iterable.name) or None
         return None
 
@@ -158,7 +243,9 @@ class _Reader:
             left, right = self.strings(node.left), self.strings(node.right)
             if left is None or right is None:
                 return None
-            return _combined([left, right], "".join if node.op == "+" else "/".join)
+            if node.op == "+":
+                return _combined([left, right], "".join)
+            return _combined([left, right], _path_join)  # a pathlib path: `out / "x.csv"`
         if isinstance(node, nodes.Call):
             return self._call(node)
         return None
@@ -166,7 +253,7 @@ class _Reader:
     def _name(self, name: str) -> frozenset[Value] | None:
         if name in self.bound:
             return self.bound[name]
-        if name in self.hidden:
+        if name in self.hidden or self.no_names:
             return None
         if self.constants_only:
             known = self.state.const_strings.get(name)
@@ -178,16 +265,29 @@ class _Reader:
         name = func.attrname if isinstance(func, nodes.Attribute) else getattr(func, "name", "")
         if node.keywords:
             return None
-        if name in _PATHS and len(node.args) == 1:
-            return self.strings(node.args[0])
-        if name in _PATHS and not node.args:
-            return frozenset({"."})  # the working directory
+        if self._qualified(func) in _PATHS:
+            if not node.args:
+                return frozenset({"."})  # the working directory
+            parts = [self.strings(a) for a in node.args]
+            if any(p is None for p in parts):
+                return None
+            return _combined(parts, _path_join)  # type: ignore[arg-type]
         if name == "join" and isinstance(func, nodes.Attribute) and node.args and (
                 self._is_os_path(func.expr)):
             parts = [self.strings(a) for a in node.args]
             if any(p is None for p in parts):
                 return None
             return _combined(parts, lambda chosen: posixpath.join(*chosen))  # type: ignore
+        return None
+
+    def _qualified(self, node: nodes.NodeNG) -> str | None:
+        """`Path` imported from pathlib, `pathlib.Path`: the dotted name; else None."""
+        imports = self.state.imports
+        if isinstance(node, nodes.Name):
+            return imports.get(node.name)
+        if isinstance(node, nodes.Attribute) and isinstance(node.expr, nodes.Name):
+            module = imports.get(node.expr.name)
+            return None if module is None else f"{module}.{node.attrname}"
         return None
 
     def _is_os_path(self, node: nodes.NodeNG) -> bool:
@@ -212,6 +312,11 @@ class _Reader:
             else:
                 return None
         return _combined(parts, "".join)
+
+
+def _path_join(parts: tuple[str, ...]) -> str:
+    """What pathlib makes of the parts: joined (an absolute part starts anew), normalised."""
+    return str(PurePosixPath(*parts))
 
 
 def _combined(parts: list[frozenset[str]],

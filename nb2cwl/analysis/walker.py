@@ -62,6 +62,8 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         self.local_aliases: dict[str, set[str]] = {}
         self.item_roots: dict[str, set[str]] = {}  # comprehension variable -> its collections
         self.comprehension_names: set[str] = set()  # bound by the comprehensions walked now
+        self.declared_globals: set[str] = set()  # `global x` in the function body walked
+        self.lazy = 0  # inside a generator expression: its code runs when it is consumed
         self.figure_names: set[str] = set()  # bound to parts of the cell's current figure
         # names that come to share objects are handed on together by the cell (see
         # SharedObjects); not in a loop's per-item code, whose results are checked apart
@@ -82,6 +84,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
     def statement(self, node: nodes.NodeNG) -> None:
         """Walk one statement."""
         handler = getattr(self, "_stmt_" + type(node).__name__, None)
+        unseen = len(self.fx.opaque_namespace)
         if handler is not None:
             handler(node)
         else:
@@ -90,6 +93,8 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
                     self._conditional(lambda c=child: self.statement(c))
                 else:
                     self.expression(child)
+        if len(self.fx.opaque_namespace) > unseen and not self.function_mode:
+            self.state.forget_strings()  # exec(), globals(), %run: any global may change
 
     def finish(self) -> Effects:
         """Close the walk: conditionally bound names pass their old value through."""
@@ -151,7 +156,8 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         module = "." * (node.level or 0) + (node.modname or "")
         for name, alias in node.names:
             if name == "*":
-                self.state.unseen_bindings = True
+                if not self.function_mode:
+                    self.state.forget_strings()
                 continue
             bound = alias or name
             self.write(bound, None)
@@ -308,6 +314,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
     def _stmt_Global(self, node: nodes.Global) -> None:
         if self.function_mode:
             self.locals -= set(node.names)
+            self.declared_globals |= set(node.names)
 
     def _stmt_Nonlocal(self, node: nodes.Nonlocal) -> None:
         return
@@ -403,6 +410,8 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         self.comprehension_names = saved_names | {
             name.name for generator in node.generators
             for name in generator.target.nodes_of_class(nodes.AssignName)}
+        lazy = isinstance(node, nodes.GeneratorExp)
+        self.lazy += lazy
         try:
             for index, generator in enumerate(node.generators):
                 if index == 0:
@@ -425,6 +434,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         finally:
             self.item_roots = saved
             self.comprehension_names = saved_names
+            self.lazy -= lazy
 
     def _uses_up(self, node: nodes.Name) -> None:
         """Iterating an iterator, or passing it on, takes its items: it changes."""
