@@ -6,8 +6,9 @@ summarised where they are defined and their effects applied where they are used,
 function sees the globals as they are when it is called (late binding). The rules live in
 mixins, one concept each: names (name_effects), what a bound value is (bound_values), the
 names that may share objects (shared_objects), stores into objects (store_effects),
-calls (call_effects), libraries and hidden state (library_effects), magics (magic_effects),
-files (file_effects) and value types (value_types).
+calls (call_effects), comprehensions (comprehension_effects), libraries and hidden state
+(library_effects), magics (magic_effects), files (file_effects) and value types
+(value_types).
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from astroid import nodes
 from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.bound_values import BoundValues
 from nb2cwl.analysis.call_effects import CallEffects
+from nb2cwl.analysis.comprehension_effects import ComprehensionEffects
 from nb2cwl.analysis.effects import Effects, FunctionSummary
 from nb2cwl.analysis.file_effects import FileEffects, looks_like_path
 from nb2cwl.analysis.library_effects import LibraryEffects
 from nb2cwl.analysis.magic_effects import MagicEffects
 from nb2cwl.analysis.name_effects import NameEffects
-from nb2cwl.analysis.names import BUILTIN_NAMES, fresh_items, item_bindings, root_name
+from nb2cwl.analysis.names import BUILTIN_NAMES, fresh_items, root_name
 from nb2cwl.analysis.scalars import SCALAR, scalar_items
 from nb2cwl.analysis.shared_objects import SharedObjects
 from nb2cwl.analysis.state import NamespaceState
@@ -38,7 +40,7 @@ TypeInferrer = Callable[[nodes.NodeNG], "str | None"]
 
 
 class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEffects,
-                   LibraryEffects, MagicEffects, FileEffects, ValueTypes):
+                   ComprehensionEffects, LibraryEffects, MagicEffects, FileEffects, ValueTypes):
     """Walks statements in order and accumulates their Effects."""
 
     def __init__(
@@ -398,72 +400,3 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
                 self.apply_use(name)
                 self.mutate(root, node.lineno or 0, f".{node.attrname} runs a property of "
                                                     f"{name}, which changes the object")
-
-    def comprehension(self, node: nodes.NodeNG) -> None:
-        """A comprehension: its targets are local to it; everything else is read.
-
-        Its variables refer to items of the collections: modifying one modifies those.
-        """
-        bound: set[str] = set()
-        saved = dict(self.item_roots)
-        saved_names = self.comprehension_names
-        self.comprehension_names = saved_names | {
-            name.name for generator in node.generators
-            for name in generator.target.nodes_of_class(nodes.AssignName)}
-        lazy = isinstance(node, nodes.GeneratorExp)
-        self.lazy += lazy
-        try:
-            for index, generator in enumerate(node.generators):
-                if index == 0:
-                    self.expression(generator.iter)
-                else:
-                    self._comp_expr(generator.iter, bound)
-                bindings = item_bindings(generator.target, generator.iter)
-                names = set(bindings)
-                for name, direct in bindings.items():
-                    roots: set[str] = set()
-                    for root in direct:
-                        roots |= self.item_roots.get(root, {root})
-                    self.item_roots[name] = roots - names
-                bound |= names
-                for condition in generator.ifs:
-                    self._comp_expr(condition, bound)
-            parts = [node.key, node.value] if isinstance(node, nodes.DictComp) else [node.elt]
-            for part in parts:
-                self._comp_expr(part, bound)
-        finally:
-            self.item_roots = saved
-            self.comprehension_names = saved_names
-            self.lazy -= lazy
-
-    def _uses_up(self, node: nodes.Name) -> None:
-        """Iterating an iterator, or passing it on, takes its items: it changes."""
-        if not self.function_mode and node.name in self.state.iterators:
-            self.mutate(node.name, node.lineno or 0, f"{node.name} is an iterator: using it "
-                                                     "takes its items")
-
-    def _comp_expr(self, node: nodes.NodeNG, bound: set[str]) -> None:
-        if isinstance(node, nodes.Name):
-            if node.name not in bound:
-                self.read(node.name)
-                self._uses_up(node)
-            return
-        if isinstance(node, nodes.NamedExpr):  # := in a comprehension binds outside it
-            self._comp_expr(node.value, bound)
-            self.depth += 1  # only if the comprehension runs at least once
-            try:
-                self.target(node.target, node.value)
-            finally:
-                self.depth -= 1
-            return
-        if isinstance(node, nodes.Call):
-            shadowed = root_name(node.func) in bound
-            if not shadowed:
-                self.call(node, bound)
-                return
-            if isinstance(node.func, nodes.Name) and not self.function_mode:
-                # h() for h in handlers: an item of the collection runs
-                for item in sorted(self.item_roots.get(node.func.name, ())):
-                    self._run_callable_value(item, node.lineno or 0)
-        for child in node.get_children():
-            self._comp_expr(child, bound)
