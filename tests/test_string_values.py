@@ -21,6 +21,12 @@ READ_PARTS = ("totals = {}\nfor path in paths:\n    frame = pd.read_csv(path)\n"
 PARTS = {"part0.csv", "part1.csv", "part2.csv"}
 
 
+def test_a_function_reads_a_constant_global(tmp_path):
+    df = flow(tmp_path, ['DATA = "train.csv"\ndef load():\n    return open(DATA).read()',
+                         "print(load())"])
+    assert effects(df, 1).file_reads == {"train.csv"} and not effects(df, 1).opaque_reads
+
+
 def test_files_named_by_a_loop_and_read_back_from_a_list(tmp_path):
     df = flow(tmp_path, [WRITE_PARTS, READ_PARTS])
     assert effects(df, 0).file_writes == PARTS and not effects(df, 0).opaque_io
@@ -148,6 +154,9 @@ def test_a_path_that_may_be_another_string_stays_unresolved(tmp_path, cells):
     (['digits = "a.csv"', "from string import *", "open(digits).read()"], "0123456789"),
     (['path = "a.csv"\ndef f():\n    global path\n    path = "b.csv"\n'
       "    return open(path).read()", "f()"], "b.csv"),
+    # a function reads a global when it is called
+    (['name = "a.csv"\ndef load():\n    return open(name).read()', 'name = "b.csv"', "load()"],
+     "b.csv"),
     # a generator expression runs when consumed
     (['name = "a.csv"\ngen = (open(name).read() for _ in range(1))', 'name = "b.csv"',
       "list(gen)"], "b.csv"),

@@ -24,7 +24,7 @@ from nb2cwl.analysis.replayable import (
 from nb2cwl.analysis.settings import Setting, settle, snapshot
 from nb2cwl.analysis.skeletons import Blocked, MapSkeleton, find_skeleton
 from nb2cwl.analysis.state import Definition, NamespaceState
-from nb2cwl.analysis.string_values import plain_lists
+from nb2cwl.analysis.string_values import notebook_names
 from nb2cwl.analysis.training import TrainingSite, find_seed, find_training
 from nb2cwl.analysis.walker import BUILTIN_NAMES, EffectWalker
 from nb2cwl.errors import AnalysisError, Diagnostic
@@ -88,7 +88,8 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
     module, spans, offsets = _whole_module(active, notebook.path)
     line_counts = {c.index: c.code.count("\n") + 1 for c in active}
     inferrer = AstroidInferrer()
-    state = NamespaceState(plain_lists=plain_lists(cell.code for cell in active))
+    lists, once = notebook_names(cell.code for cell in active)
+    state = NamespaceState(plain_lists=lists, bound_once=once)
     results: list[CellAnalysis] = []
     assigned: set[str] = set()  # names earlier cells bound
     functions: dict = {}  # the notebook's function definitions so far, for cost estimates

@@ -45,6 +45,8 @@ class NamespaceState:
     unseen_bindings: bool = False
     #: the names used only as plain lists of strings (string_values.plain_lists)
     plain_lists: frozenset[str] = frozenset()
+    #: the names the notebook binds once, nowhere else (string_values.notebook_names)
+    bound_once: frozenset[str] = frozenset()
     types: dict[str, str] = field(default_factory=dict)  # syntactically known value types
     immutable_items: set[str] = field(default_factory=set)  # collections of numbers/strings
     iterators: set[str] = field(default_factory=set)  # one-pass: using them uses them up

@@ -9,7 +9,8 @@ or None: the analysis then says it cannot resolve the path.
 
 Where a name is not the notebook's global as the state knows it now, its value is unknown:
 a comprehension's or a function's own names (`hidden`), and, in a function body, which runs
-when called, every global but a constant string (`constants_only`); in a generator
+when called, every global but a constant string the notebook binds once (`constants_only`);
+in a generator
 expression, which runs when consumed, every name (`no_names`). A list's strings are followed
 only for a plain list (`plain_lists`): one the notebook uses nowhere but in
 `xs = [...]`, `xs.append(...)`, `for x in xs`, `print(xs)` and `len(xs)`, outside functions
@@ -46,31 +47,53 @@ def string_values(node: nodes.NodeNG | None, state: NamespaceState,
     return _Reader(state, hidden, constants_only, no_names).strings(node)
 
 
-def plain_lists(codes: Iterable[str]) -> frozenset[str]:
-    """The names of the notebook's code (each cell's, in order) used only as a plain list
-    of strings (see the module docstring)."""
-    found: dict[str, bool] = {}
+def notebook_names(codes: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """(The names used only as plain lists of strings, the names bound once) in the notebook's
+    code, each cell's in order (see the module docstring): nothing where code the analysis
+    cannot read may bind names."""
+    plain: dict[str, bool] = {}
+    bindings: dict[str, int] = {}
     for code in codes:
         try:
             tree = ast.parse(code)
         except (SyntaxError, ValueError, RecursionError):
-            return frozenset()
+            return frozenset(), frozenset()
         parents = {child: parent for parent in ast.walk(tree)
                    for child in ast.iter_child_nodes(parent)}
         for node in ast.walk(tree):
             if _opaque(node):
-                return frozenset()
+                return frozenset(), frozenset()
+            for name in _bound_names(node):
+                bindings[name] = bindings.get(name, 0) + 1
             if isinstance(node, ast.Call) and _magic(node):
                 for argument in node.args[1:]:  # `%time xs.extend(ys)`: code in a string
                     if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
                         for word in re.findall(r"[A-Za-z_]\w*", argument.value):
-                            found[word] = False
-            if isinstance(node, ast.Global):
+                            plain[word] = False
+                            bindings[word] = 2
+            if isinstance(node, (ast.Global, ast.Nonlocal)):
                 for name in node.names:
-                    found[name] = False
+                    plain[name] = False
+                    bindings[name] = 2
             if isinstance(node, ast.Name):
-                found[node.id] = found.get(node.id, True) and _plain_use(node, parents)
-    return frozenset(name for name, plain in found.items() if plain)
+                plain[node.id] = plain.get(node.id, True) and _plain_use(node, parents)
+    return (frozenset(name for name, kept in plain.items() if kept),
+            frozenset(name for name, count in bindings.items() if count == 1))
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    """The names `node` binds (or unbinds), in any scope."""
+    if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+        return [node.id]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [alias.asname or alias.name.split(".")[0] for alias in node.names]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return [node.name]
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        return [node.name]
+    return []
 
 
 def _opaque(node: ast.AST) -> bool:
@@ -255,9 +278,11 @@ class _Reader:
             return self.bound[name]
         if name in self.hidden or self.no_names:
             return None
-        if self.constants_only:
+        if self.constants_only:  # a function's body: the value when it is called
             known = self.state.const_strings.get(name)
-            return None if known is None or name in self.state.choices else frozenset({known})
+            if known is None or name not in self.state.bound_once:
+                return None
+            return frozenset({known})
         return name_values(name, self.state)
 
     def _call(self, node: nodes.Call) -> frozenset[Value] | None:

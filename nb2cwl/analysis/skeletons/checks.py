@@ -41,6 +41,7 @@ def isolated(parts: list[nodes.NodeNG], iterables: tuple[nodes.NodeNG, ...],
         definitions=dict(state.definitions), const_strings=dict(state.const_strings),
         choices=dict(state.choices), string_items=dict(state.string_items),
         unseen_bindings=state.unseen_bindings, plain_lists=state.plain_lists,
+        bound_once=state.bound_once,
         types=dict(state.types), aliases=copy.copy(state.aliases),
         star_imports=list(state.star_imports), families=dict(state.families),
         immutable_items=set(state.immutable_items), seeded=set(state.seeded))
