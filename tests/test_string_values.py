@@ -157,6 +157,20 @@ def test_a_path_that_may_be_another_string_stays_unresolved(tmp_path, cells):
     # a function reads a global when it is called
     (['name = "a.csv"\ndef load():\n    return open(name).read()', 'name = "b.csv"', "load()"],
      "b.csv"),
+    # a third review: calls in a loop that may rebind a global, IPython's namespace
+    (['class C:\n    def m(self):\n        global x\n        x = "b.csv"', 'c = C()\nx = "a.csv"',
+      "for i in range(2):\n    open(x).read()\n    c.m()"], "b.csv"),
+    (['def h():\n    global x\n    x = "b.csv"', 'k = h\nx = "a.csv"',
+      "for i in range(2):\n    open(x).read()\n    k()"], "b.csv"),
+    (['x = "a.csv"', 'for i in range(2):\n    open(x).read()\n    %time x = "b.csv"'],
+     "b.csv"),
+    (['y = "a.csv"', "x = y", "def f():\n    return open(x).read()", 'y = "b.csv"',
+      "%rerun 2", "f()"], "b.csv"),
+    (['x = "a.csv"', 'get_ipython().user_ns["x"] = "b.csv"', "open(x).read()"], "b.csv"),
+    (['xs = ["a.csv"]', 'import builtins\nbuiltins.print = lambda v: v.append("b.csv")',
+      "print(xs)", "for x in xs:\n    open(x).read()"], "b.csv"),
+    (['xs = ["a.csv"]', 'g = (xs.append("b.csv") for _ in range(1))', 'xs = ["c.csv"]',
+      "list(g)", "for x in xs:\n    open(x).read()"], "b.csv"),
     # a generator expression runs when consumed
     (['name = "a.csv"\ngen = (open(name).read() for _ in range(1))', 'name = "b.csv"',
       "list(gen)"], "b.csv"),

@@ -52,7 +52,7 @@ class BoundValues:
             state.const_strings[name] = next(iter(strings))
         elif strings:
             state.choices[name] = strings  # `path = f"part{i}.csv"` in `for i in range(8)`
-        items = collection_strings(value, state) if name in state.plain_lists else None
+        items = collection_strings(value, state) if name in state.names.plain_lists else None
         if items is not None:  # `paths = []`: what `paths.append(path)` adds is known too
             state.string_items[name] = items
         known = self.syntactic_type(value)

@@ -55,6 +55,7 @@ class CallEffects:
     expression: Callable[[nodes.NodeNG | None], None]
     mutate: Callable[[str, int, str], None]
     _strings: Callable[[nodes.NodeNG | None], frozenset[str] | None]
+    lazy: int
     mutate_expr: Callable[[nodes.NodeNG, int, str], None]
     apply_use: Callable[[str], None]
     apply_effects: Callable[[Effects, str], None]
@@ -257,7 +258,7 @@ class CallEffects:
             self.mutate(root, line, f".{method}()")  # the receiver changes, then holds them:
             if method in kb.STORING_METHODS:      # `kept.append(row)` does not change row
                 self._store_arguments(root, node)
-            if (strings is not None and not self.function_mode
+            if (strings is not None and not self.function_mode and not self.lazy
                     and isinstance(receiver, nodes.Name) and method in ("append", "add")
                     and len(node.args) == 1 and not node.keywords):
                 added = self._strings(node.args[0])  # `paths.append(path)`

@@ -88,8 +88,7 @@ def analyse_notebook(notebook: Notebook) -> NotebookAnalysis:
     module, spans, offsets = _whole_module(active, notebook.path)
     line_counts = {c.index: c.code.count("\n") + 1 for c in active}
     inferrer = AstroidInferrer()
-    lists, once = notebook_names(cell.code for cell in active)
-    state = NamespaceState(plain_lists=lists, bound_once=once)
+    state = NamespaceState(names=notebook_names(cell.code for cell in active))
     results: list[CellAnalysis] = []
     assigned: set[str] = set()  # names earlier cells bound
     functions: dict = {}  # the notebook's function definitions so far, for cost estimates

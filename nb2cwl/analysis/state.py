@@ -28,6 +28,16 @@ class Definition:
     line: int | None = None
 
 
+@dataclass(frozen=True)
+class NotebookNames:
+    """What the whole notebook's code says of its names (string_values.notebook_names)."""
+
+    plain_lists: frozenset[str] = frozenset()  # used only as plain lists of strings
+    bound_once: frozenset[str] = frozenset()  # bound once, nowhere else
+    declared_global: frozenset[str] = frozenset()  # a function may rebind them when called
+    opaque: bool = False  # code the analysis cannot read may bind any name
+
+
 @dataclass
 class NamespaceState:
     """The notebook's global names as known at the current point of the walk."""
@@ -43,10 +53,8 @@ class NamespaceState:
     string_items: dict[str, frozenset[str]] = field(default_factory=dict)
     #: code the analysis cannot read may have bound any global (`from m import *`, exec)
     unseen_bindings: bool = False
-    #: the names used only as plain lists of strings (string_values.plain_lists)
-    plain_lists: frozenset[str] = frozenset()
-    #: the names the notebook binds once, nowhere else (string_values.notebook_names)
-    bound_once: frozenset[str] = frozenset()
+    #: what the whole notebook's code says of its names (string_values.notebook_names)
+    names: NotebookNames = field(default_factory=NotebookNames)
     types: dict[str, str] = field(default_factory=dict)  # syntactically known value types
     immutable_items: set[str] = field(default_factory=set)  # collections of numbers/strings
     iterators: set[str] = field(default_factory=set)  # one-pass: using them uses them up

@@ -13,8 +13,9 @@ when called, every global but a constant string the notebook binds once (`consta
 in a generator
 expression, which runs when consumed, every name (`no_names`). A list's strings are followed
 only for a plain list (`plain_lists`): one the notebook uses nowhere but in
-`xs = [...]`, `xs.append(...)`, `for x in xs`, `print(xs)` and `len(xs)`, outside functions
-and classes, and none at all in a notebook with code the analysis cannot read.
+`xs = [...]`, `xs.append(...)`, `for x in xs`, `print(xs)` and `len(xs)`, outside functions,
+classes and generator expressions. In a notebook with code the analysis cannot read (exec,
+a star import, `%run`: `NotebookNames.opaque`), no name's strings are followed at all.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from pathlib import PurePosixPath
 
 from astroid import nodes
 
-from nb2cwl.analysis.state import NamespaceState
+from nb2cwl.analysis.knowledge import magics as mk
+from nb2cwl.analysis.state import NamespaceState, NotebookNames
 
 #: More possible values than this are not worth naming one by one: the path is unresolved.
 MOST = 256
@@ -47,22 +49,22 @@ def string_values(node: nodes.NodeNG | None, state: NamespaceState,
     return _Reader(state, hidden, constants_only, no_names).strings(node)
 
 
-def notebook_names(codes: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
-    """(The names used only as plain lists of strings, the names bound once) in the notebook's
-    code, each cell's in order (see the module docstring): nothing where code the analysis
-    cannot read may bind names."""
+def notebook_names(codes: Iterable[str]) -> NotebookNames:
+    """What the notebook's code, each cell's in order, says of its names (see the module
+    docstring)."""
     plain: dict[str, bool] = {}
     bindings: dict[str, int] = {}
+    declared: set[str] = set()
     for code in codes:
         try:
             tree = ast.parse(code)
         except (SyntaxError, ValueError, RecursionError):
-            return frozenset(), frozenset()
+            return NotebookNames(opaque=True)
         parents = {child: parent for parent in ast.walk(tree)
                    for child in ast.iter_child_nodes(parent)}
         for node in ast.walk(tree):
             if _opaque(node):
-                return frozenset(), frozenset()
+                return NotebookNames(opaque=True)
             for name in _bound_names(node):
                 bindings[name] = bindings.get(name, 0) + 1
             if isinstance(node, ast.Call) and _magic(node):
@@ -71,14 +73,17 @@ def notebook_names(codes: Iterable[str]) -> tuple[frozenset[str], frozenset[str]
                         for word in re.findall(r"[A-Za-z_]\w*", argument.value):
                             plain[word] = False
                             bindings[word] = 2
+                            declared.add(word)
             if isinstance(node, (ast.Global, ast.Nonlocal)):
                 for name in node.names:
                     plain[name] = False
                     bindings[name] = 2
+                    declared.add(name)
             if isinstance(node, ast.Name):
                 plain[node.id] = plain.get(node.id, True) and _plain_use(node, parents)
-    return (frozenset(name for name, kept in plain.items() if kept),
-            frozenset(name for name, count in bindings.items() if count == 1))
+    return NotebookNames(frozenset(name for name, kept in plain.items() if kept),
+                         frozenset(name for name, count in bindings.items() if count == 1),
+                         frozenset(declared))
 
 
 def _bound_names(node: ast.AST) -> list[str]:
@@ -96,15 +101,31 @@ def _bound_names(node: ast.AST) -> list[str]:
     return []
 
 
+#: Names and attributes through which code reads or binds globals the analysis cannot see.
+_NAMESPACE_NAMES = frozenset({"exec", "eval", "globals", "locals", "vars", "__import__",
+                              "__builtins__", "__main__", "builtins"})
+_NAMESPACE_ATTRIBUTES = frozenset({"exec", "eval", "user_ns", "user_global_ns", "push", "ex",
+                                   "ev", "run_cell", "run_code", "magic", "f_globals",
+                                   "_getframe", "modules", "__dict__", "__builtins__"})
+_NAMESPACE_MAGICS = frozenset(
+    name for table in (mk.LINE_MAGICS, mk.CELL_MAGICS) for name, kind in table.items()
+    if kind == mk.NAMESPACE)
+
+
 def _opaque(node: ast.AST) -> bool:
-    """Code that may bind any name: a star import, exec(), globals(), %run, %store."""
+    """Code that may bind any name: a star import, exec(), globals(), IPython's namespace
+    (`user_ns`, `%run`, `%store -r`, `%pylab`), a frame's or a module's globals."""
     if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
         return True
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
-            "exec", "eval", "globals", "locals", "vars", "__import__"):
+    if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+            a.name.split(".")[0] in _NAMESPACE_NAMES for a in node.names):
+        return True  # import builtins, import __main__
+    if isinstance(node, ast.Name) and node.id in _NAMESPACE_NAMES:
+        return True
+    if isinstance(node, ast.Attribute) and node.attr in _NAMESPACE_ATTRIBUTES:
         return True
     return isinstance(node, ast.Call) and _magic(node) and isinstance(
-        node.args[0], ast.Constant) and node.args[0].value in ("run", "store", "load")
+        node.args[0], ast.Constant) and node.args[0].value in _NAMESPACE_MAGICS
 
 
 def _magic(node: ast.Call) -> bool:
@@ -117,7 +138,7 @@ def _plain_use(node: ast.Name, parents: dict[ast.AST, ast.AST]) -> bool:
     scope = parent
     while scope is not None:
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                              ast.ClassDef)):
+                              ast.ClassDef, ast.GeneratorExp)):
             return False  # it runs later, or elsewhere
         scope = parents.get(scope)
     if isinstance(node.ctx, ast.Store):
@@ -159,10 +180,18 @@ def changed_in_loop(loop: nodes.For | nodes.While, state: NamespaceState) -> Non
     for part in parts:
         if part is None:
             continue
-        for call in part.nodes_of_class(nodes.Call):
-            if isinstance(call.func, nodes.Name) and call.func.name in (
-                    "exec", "eval", "globals", "locals", "vars"):
-                state.forget_strings()
+        for call in part.nodes_of_class(nodes.Call):  # any call may run a function that
+            for name in state.names.declared_global:  # rebinds a global it declares
+                state.const_strings.pop(name, None)
+                state.choices.pop(name, None)
+                state.string_items.pop(name, None)
+            if (isinstance(call.func, nodes.Name) and call.func.name in _NAMESPACE_NAMES) or (
+                    isinstance(call.func, nodes.Attribute)
+                    and call.func.attrname in ("run_line_magic", "run_cell_magic")):
+                state.forget_strings()  # exec(), %time x = ..., %run: any name
+        if any(isinstance(node, nodes.ImportFrom) and any(n == "*" for n, _ in node.names)
+               for node in part.nodes_of_class(nodes.ImportFrom)):
+            state.forget_strings()
         for used in part.nodes_of_class(nodes.Name):  # `g()`, `map(g, xs)`, `@g`: what the
             summary = state.functions.get(used.name)  # notebook's function may rebind
             for name in summary.effects.writes if summary is not None else ():
@@ -250,7 +279,8 @@ class _Reader:
             return frozenset(found) if 0 < len(found) <= MOST else None
         if isinstance(iterable, nodes.Name) and not self.constants_only and (
                 not self.no_names and iterable.name not in self.hidden):
-            return self.state.string_items.get(iterable.name) or None
+            return (None if self.state.names.opaque
+                    else self.state.string_items.get(iterable.name) or None)
         return None
 
     def values(self, node: nodes.NodeNG | None) -> frozenset[Value] | None:
@@ -276,11 +306,11 @@ class _Reader:
     def _name(self, name: str) -> frozenset[Value] | None:
         if name in self.bound:
             return self.bound[name]
-        if name in self.hidden or self.no_names:
+        if name in self.hidden or self.no_names or self.state.names.opaque:
             return None
         if self.constants_only:  # a function's body: the value when it is called
             known = self.state.const_strings.get(name)
-            if known is None or name not in self.state.bound_once:
+            if known is None or name not in self.state.names.bound_once:
                 return None
             return frozenset({known})
         return name_values(name, self.state)
