@@ -224,13 +224,7 @@ def collection_strings(node: nodes.NodeNG, state: NamespaceState) -> frozenset[s
     comprehension over a known loop (`[f"part{i}.csv" for i in range(8)]`)."""
     reader = _Reader(state, (), False)
     if isinstance(node, (nodes.List, nodes.Tuple, nodes.Set)):
-        found: set[str] = set()
-        for element in node.elts:
-            values = reader.strings(element)
-            if values is None:
-                return None
-            found |= values
-        return frozenset(found)
+        return reader.union(node.elts, strings=True)  # type: ignore[return-value]
     if isinstance(node, (nodes.ListComp, nodes.SetComp)) and len(node.generators) == 1:
         generator = node.generators[0]
         if not isinstance(generator.target, nodes.AssignName):
@@ -270,18 +264,24 @@ class _Reader:
                 return frozenset(numbers) if 0 < len(numbers) <= MOST else None
             return None
         if isinstance(iterable, (nodes.List, nodes.Tuple, nodes.Set)):
-            found: set[Value] = set()
-            for element in iterable.elts:
-                values = self.values(element)
-                if values is None:
-                    return None
-                found |= values
-            return frozenset(found) if 0 < len(found) <= MOST else None
+            found = self.union(iterable.elts, strings=False)
+            return found if found and len(found) <= MOST else None
         if isinstance(iterable, nodes.Name) and not self.constants_only and (
                 not self.no_names and iterable.name not in self.hidden):
             return (None if self.state.names.opaque
                     else self.state.string_items.get(iterable.name) or None)
         return None
+
+    def union(self, elements: list[nodes.NodeNG], strings: bool) -> frozenset[Value] | None:
+        """What the elements may be, together (strings only: `strings`); None where one is
+        not known."""
+        found: set[Value] = set()
+        for element in elements:
+            values = self.strings(element) if strings else self.values(element)
+            if values is None:
+                return None
+            found |= values
+        return frozenset(found)
 
     def values(self, node: nodes.NodeNG | None) -> frozenset[Value] | None:
         if node is None:
