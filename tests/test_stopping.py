@@ -368,9 +368,17 @@ def _slurm_profile(tmp_path: Path) -> Path:
 
 
 def _job_state(cluster: SlurmCluster, job: str) -> str:
-    out = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True,
-                         env=cluster.env, check=False).stdout
-    return next((p.split("=", 1)[1] for p in out.split() if p.startswith("JobState=")), "")
+    """The job's state once it has settled: a cancelled job that was running is COMPLETING
+    for a moment, while slurmd ends its processes."""
+    deadline = time.monotonic() + 30
+    while True:
+        out = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True,
+                             env=cluster.env, check=False).stdout
+        state = next((p.split("=", 1)[1] for p in out.split() if p.startswith("JobState=")),
+                     "")
+        if state != "COMPLETING" or time.monotonic() > deadline:
+            return state
+        time.sleep(0.2)
 
 
 @pytest.mark.slurm
