@@ -230,9 +230,7 @@ class NameEffects:
             # what it holds now is not known here (`global base; base = [0]`)
             self.state.bound.add(written)
             self.state.types.pop(written, None)
-            self.state.const_strings.pop(written, None)
-            self.state.choices.pop(written, None)
-            self.state.string_items.pop(written, None)
+            self.state.forget_strings_of(written)
             self.state.immutable_items.discard(written)
         for mutated in sorted(fx.mutates):
             self.mutate(mutated, 0, why)

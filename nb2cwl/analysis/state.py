@@ -68,6 +68,12 @@ class NamespaceState:
     #: objects of a library that draws, made with their own seed (or that never draw)
     seeded: set[str] = field(default_factory=set)
 
+    def forget_strings_of(self, name: str) -> None:
+        """`name` may be bound to another string, or its list hold others, from here on."""
+        self.const_strings.pop(name, None)
+        self.choices.pop(name, None)
+        self.string_items.pop(name, None)
+
     def forget_strings(self) -> None:
         """Code the analysis cannot read ran: any global may be another string now."""
         self.unseen_bindings = True
@@ -102,9 +108,7 @@ class NamespaceState:
         self.imports.pop(name, None)
         self.functions.pop(name, None)
         self.definitions.pop(name, None)
-        self.const_strings.pop(name, None)
-        self.choices.pop(name, None)
-        self.string_items.pop(name, None)
+        self.forget_strings_of(name)
         self.types.pop(name, None)
         self.immutable_items.discard(name)
         self.iterators.discard(name)

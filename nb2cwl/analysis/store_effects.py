@@ -60,9 +60,7 @@ class StoreEffects:
                 names = {n.name for n in node.nodes_of_class(nodes.AssignName)}
                 if names & {n.name for n in value.nodes_of_class(nodes.Name)}:
                     for name in names:  # `a, b = b, a`: the parts were read before any binding
-                        self.state.const_strings.pop(name, None)
-                        self.state.choices.pop(name, None)
-                        self.state.string_items.pop(name, None)
+                        self.state.forget_strings_of(name)
                 return
             fresh_first = iterated and not nested and self._fresh_first_item(value)
             for position, element in enumerate(node.elts):

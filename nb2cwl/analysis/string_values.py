@@ -182,9 +182,7 @@ def changed_in_loop(loop: nodes.For | nodes.While, state: NamespaceState) -> Non
             continue
         for call in part.nodes_of_class(nodes.Call):  # any call may run a function that
             for name in state.names.declared_global:  # rebinds a global it declares
-                state.const_strings.pop(name, None)
-                state.choices.pop(name, None)
-                state.string_items.pop(name, None)
+                state.forget_strings_of(name)
             if (isinstance(call.func, nodes.Name) and call.func.name in _NAMESPACE_NAMES) or (
                     isinstance(call.func, nodes.Attribute)
                     and call.func.attrname in ("run_line_magic", "run_cell_magic")):
@@ -195,9 +193,7 @@ def changed_in_loop(loop: nodes.For | nodes.While, state: NamespaceState) -> Non
         for used in part.nodes_of_class(nodes.Name):  # `g()`, `map(g, xs)`, `@g`: what the
             summary = state.functions.get(used.name)  # notebook's function may rebind
             for name in summary.effects.writes if summary is not None else ():
-                state.const_strings.pop(name, None)
-                state.choices.pop(name, None)
-                state.string_items.pop(name, None)
+                state.forget_strings_of(name)
         for node in part.nodes_of_class((nodes.AssignName, nodes.DelName, nodes.Name,
                                          nodes.FunctionDef, nodes.ClassDef, nodes.Import,
                                          nodes.ImportFrom)):
@@ -214,9 +210,7 @@ def changed_in_loop(loop: nodes.For | nodes.While, state: NamespaceState) -> Non
             else:
                 names = [node.name]
             for name in names:
-                state.const_strings.pop(name, None)
-                state.choices.pop(name, None)
-                state.string_items.pop(name, None)
+                state.forget_strings_of(name)
 
 
 def collection_strings(node: nodes.NodeNG, state: NamespaceState) -> frozenset[str] | None:
