@@ -32,6 +32,7 @@ class ComprehensionEffects:
     target: Callable[..., None]
     call: Callable[..., None]
     _run_callable_value: Callable[[str, int], None]
+    _file_function_value: Callable[[nodes.NodeNG], None]
 
     def comprehension(self, node: nodes.NodeNG) -> None:
         """A comprehension: its targets are local to it; everything else is read.
@@ -77,6 +78,8 @@ class ComprehensionEffects:
                                                      "takes its items")
 
     def _comp_expr(self, node: nodes.NodeNG, bound: set[str]) -> None:
+        if isinstance(node, (nodes.Name, nodes.Attribute)) and root_name(node) not in bound:
+            self._file_function_value(node)
         if isinstance(node, nodes.Name):
             if node.name not in bound:
                 self.read(node.name)

@@ -58,6 +58,8 @@ class NamespaceState:
     types: dict[str, str] = field(default_factory=dict)  # syntactically known value types
     immutable_items: set[str] = field(default_factory=set)  # collections of numbers/strings
     iterators: set[str] = field(default_factory=set)  # one-pass: using them uses them up
+    #: names that keep a function touching files, to call later (`reader = open`)
+    file_functions: set[str] = field(default_factory=set)
     aliases: dict[str, frozenset[str]] = field(default_factory=dict)
     star_imports: list[Definition] = field(default_factory=list)
     families: dict[str, frozenset[str]] = field(default_factory=dict)  # name -> libraries

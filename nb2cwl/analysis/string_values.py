@@ -152,8 +152,11 @@ def _plain_use(node: ast.Name, parents: dict[ast.AST, ast.AST]) -> bool:
         return isinstance(call, ast.Call) and call.func is parent
     if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
         return True
-    return (isinstance(parent, ast.Call) and node in parent.args
-            and isinstance(parent.func, ast.Name) and parent.func.id in ("print", "len"))
+    if not (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)):
+        return False
+    if parent.func.id == "map":  # map(pd.read_csv, paths) only iterates them
+        return parent.args[1:] == [node]
+    return node in parent.args and parent.func.id in ("print", "len")
 
 
 def name_values(name: str, state: NamespaceState) -> frozenset[Value] | None:

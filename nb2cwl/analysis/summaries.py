@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from astroid import nodes
+from astroid.const import Context
 
 from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects, FunctionSummary
@@ -195,10 +196,7 @@ def summarize_class(
             inner = summarize_class(stmt, state, cell_index, outer)
             effects.merge(inner.effects)
         else:
-            class_locals = set(node.locals)
-            for name_node in stmt.nodes_of_class(nodes.Name):
-                if name_node.name not in class_locals:
-                    outer.read(name_node.name)
+            _class_body_statement(stmt, node, outer)
     if mutates_class:
         effects.mutates.add(node.name)
     if init is None:
@@ -214,6 +212,48 @@ def summarize_class(
         retains=init.retains - drop, mutates_class=mutates_class,
         attribute_effects=frozenset(attribute_effects),
         iterates_code=bool(methods & _ITERATION_METHODS))
+
+
+def _class_body_statement(stmt: nodes.NodeNG, node: nodes.ClassDef, outer: EffectWalker) -> None:
+    """A class-body statement other than a definition runs when the class is defined: its
+    calls (files, random draws, the notebook's functions) and the globals it changes are the
+    cell's. The class's own names are not globals: they are walked as a comprehension's are.
+    Function and lambda bodies under it run later; only their defaults and decorators now."""
+    class_locals = set(node.locals)
+    line = stmt.lineno or 0
+
+    def visit(part: nodes.NodeNG) -> None:
+        if isinstance(part, (nodes.Name, nodes.Call, nodes.NamedExpr)):
+            outer._comp_expr(part, class_locals)
+        elif isinstance(part, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+            outer._definition_time(part)
+        elif isinstance(part, nodes.Lambda):
+            for default in [*(part.args.defaults or []), *(part.args.kw_defaults or [])]:
+                if default is not None:
+                    visit(default)
+        elif isinstance(part, nodes.ClassDef):  # under an `if`: its body runs now too
+            summarize_class(part, outer.state, outer.cell_index, outer)
+        elif isinstance(part, (nodes.ListComp, nodes.SetComp, nodes.DictComp,
+                               nodes.GeneratorExp)):
+            outer.comprehension(part)
+        elif isinstance(part, (nodes.AssignName, nodes.DelName)):
+            if part.name not in class_locals:  # `global g` in the class body
+                outer.write(part.name, None)
+        else:
+            if isinstance(part, (nodes.AssignAttr, nodes.DelAttr)) or (
+                    isinstance(part, nodes.Subscript) and part.ctx != Context.Load):
+                root = root_name(part)
+                if root is not None and root not in class_locals:
+                    outer.mutate(root, line, f"the body of class {node.name} changes {root}")
+            for child in part.get_children():
+                visit(child)
+
+    saved = outer.comprehension_names
+    outer.comprehension_names = saved | class_locals  # their strings are unknown too
+    try:
+        visit(stmt)
+    finally:
+        outer.comprehension_names = saved
 
 
 def _is_property(node: nodes.FunctionDef) -> bool:

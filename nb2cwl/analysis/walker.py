@@ -352,6 +352,8 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         """Walk an expression (or anything that is not a statement we sequence)."""
         if node is None:
             return
+        if isinstance(node, (nodes.Name, nodes.Attribute)):
+            self._file_function_value(node)
         if isinstance(node, nodes.Name):
             self.read(node.name)
             self._uses_up(node)

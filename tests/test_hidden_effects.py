@@ -1,0 +1,104 @@
+"""Effects that happen where no call names them: a class body's statements, which run when
+the class is defined, and a function that touches files handed on as a value (`map(pd.read_csv,
+files)`, `partial(open, mode="w")`, `reader = open`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_analysis import effects, flow, make_notebook
+
+CLASS_BODIES = [
+    (["import numpy as np", "class C:\n    noise = np.random.rand(3)"], "rng", "rng:numpy"),
+    (["import pandas as pd", "class C:\n    data = pd.read_csv('data.csv')"], "file_reads",
+     "data.csv"),
+    (["class C:\n    with open('out.txt', 'w') as fh:\n        fh.write('x')"], "file_writes",
+     "out.txt"),
+    (["log = []", "class C:\n    log.append('defined')"], "mutates", "log"),
+    (["import types\ncfg = types.SimpleNamespace()", "class C:\n    cfg.ready = True"],
+     "mutates", "cfg"),
+    (["table = {}", "class C:\n    table['c'] = 1"], "mutates", "table"),
+    (["log = []", "class C:\n    if True:\n        log.append(1)"], "mutates", "log"),
+]
+
+
+@pytest.mark.parametrize("cells, field, expected", CLASS_BODIES)
+def test_a_class_body_runs_when_the_class_is_defined(tmp_path, cells, field, expected):
+    df = flow(tmp_path, cells)
+    assert expected in getattr(effects(df, len(cells) - 1), field)
+
+
+@pytest.mark.parametrize("cells", [
+    ["items = [1]", "class C:\n    items = []\n    items.append(1)"],  # the class's own
+    ["log = []", "class C:\n    def add(self):\n        log.append(1)"],  # runs when called
+    ["log = []", "class C:\n    handler = lambda self: log.append(1)"],
+])
+def test_a_class_body_changes_only_what_it_changes_now(tmp_path, cells):
+    fx = effects(flow(tmp_path, cells), len(cells) - 1)
+    assert not fx.mutates and not fx.rng
+
+
+FUNCTION_VALUES = [
+    # handed on as a value: the files it touches cannot be named
+    (["import pandas as pd\nimport glob\nfiles = glob.glob('*.csv')",
+      "frames = list(map(pd.read_csv, files))"], "opaque_reads"),
+    (["w = open", "fh = w('out.txt', 'w')\nfh.write('x')\nfh.close()"], "opaque_io"),
+    (["import functools", "writer = functools.partial(open, mode='w')",
+      "with writer('o.txt') as fh:\n    fh.write('x')"], "opaque_io"),
+    (["paths = ['a', 'b']", "handles = map(open, paths)", "[h.read() for h in handles]"],
+     "opaque_io"),
+    (["import numpy as np\nsave = np.save", "save('x.npy', [1])"], "opaque_io"),
+    (["def load(p, reader=open):\n    return reader(p).read()", "t = load('z.txt')"],
+     "opaque_io"),
+    (["import pandas as pd\nreaders = {'csv': pd.read_csv}", "df = readers['csv']('a.csv')"],
+     "opaque_io"),
+    (["from concurrent.futures import ThreadPoolExecutor\nimport pandas as pd",
+      "with ThreadPoolExecutor() as pool:\n    frames = list(pool.map(pd.read_csv, "
+      "['a.csv']))"], "opaque_reads"),
+]
+
+
+@pytest.mark.parametrize("cells, field", FUNCTION_VALUES)
+def test_a_file_function_handed_on_makes_the_io_unknown(tmp_path, cells, field):
+    """The cell that runs it cannot be told which files it touches: never fewer files than
+    the code may touch, or a step would miss one."""
+    df = flow(tmp_path, cells)
+    assert getattr(effects(df, len(cells) - 1), field)
+
+
+def test_a_file_function_mapped_at_once_over_known_paths_names_them(tmp_path):
+    df = flow(tmp_path, ["import pandas as pd\nfiles = ['a.csv', 'b.csv']",
+                         "frames = list(map(pd.read_csv, files))"])
+    fx = effects(df, 1)
+    assert fx.file_reads == {"a.csv", "b.csv"} and not fx.opaque_reads
+
+
+def test_a_file_function_kept_for_later_is_not_resolved_where_mapped(tmp_path):
+    """`m = map(pd.read_csv, files)` reads nothing yet: the cell that consumes it does."""
+    df = flow(tmp_path, ["import pandas as pd\nfiles = ['a.csv']",
+                         "m = map(pd.read_csv, files)", "frames = list(m)"])
+    assert effects(df, 2).opaque_io
+
+
+CELLS = [
+    "import pandas as pd\nfiles = ['part_a.csv', 'part_b.csv']\nlog = []",
+    "for i, name in enumerate(files):\n    pd.DataFrame({'x': range(i + 3)}).to_csv(name, "
+    "index=False)\nn = 0\nwhile n < 3_000_000:\n    n += 1",
+    "frames = list(map(pd.read_csv, files))\nprint([len(f) for f in frames])",
+    "class Settings:\n    log.append('settings defined')\n    size = 3",
+    "m = 0\nwhile m < 3_000_000:\n    m += 1\nprint(m, log)",
+]
+
+
+@pytest.mark.streamflow
+def test_hidden_effects_run_as_in_jupyter(tmp_path):
+    """Before, the last cell ran beside the class's cell and printed `[]`: the class body's
+    append was not seen."""
+    from equivalence import run_with_nbclient, run_with_workflow
+
+    source = Path(make_notebook(tmp_path, CELLS))
+    ours, _ = run_with_workflow(source, tmp_path / "workflow")
+    assert ours == run_with_nbclient(source, tmp_path / "kernel")
+    assert ours[2] == ["stdout: [3, 4]\n"]
+    assert ours[4] == ["stdout: 3000000 ['settings defined']\n"]
