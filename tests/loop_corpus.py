@@ -303,6 +303,49 @@ for seed in range(4):
     a_tr, a_te, b_tr, b_te = train_test_split(X, y, random_state=seed)
     split_scores.append(LogisticRegression(max_iter=300).fit(a_tr, b_tr).score(a_te, b_te))
 split_scores""",
+    # arrays that scikit-learn's functions return are plain arrays: reading them draws nothing
+    "sklearn_arrays_read": """\
+row_totals = []
+for b in range(6):
+    row_totals.append(round(float(Xtr[b].sum()) + simulate(b), 4))
+row_totals""",
+    # a copy changed in the iteration: the collection's own frames stay as they are
+    "copy_then_set_column": """\
+parts = [df[df["group"] == g] for g in "abcd"]
+doubled = []
+for part in parts:
+    d = part.copy()
+    d["twice"] = d["value"] * 2
+    doubled.append(round(float(d["twice"].sum()) + simulate(len(d)), 4))
+doubled""",
+    "assign_then_set_column": """\
+by_group = {g: df[df["group"] == g] for g in "abc"}
+assigned = {}
+for g, frame in by_group.items():
+    f2 = frame.assign(scaled=frame["value"] * 10)
+    f2.loc[f2["x"] > 8, "scaled"] = 0.0
+    assigned[g] = round(float(f2["scaled"].sum()) + simulate(len(g)), 4)
+assigned""",
+    # a frame's column labels are strings: holding one in the results is holding its value
+    "column_labels": """\
+column_stats = []
+for col in df.columns:
+    column_stats.append((col, str(df[col].iloc[0]), round(simulate(len(col)), 4)))
+column_stats""",
+    # model classes that never draw (or are given a seed) compared in a dict
+    "model_classes_dict": """\
+model_classes = {"lr": LogisticRegression, "knn": KNeighborsClassifier}
+class_scores = {}
+for name, cls in model_classes.items():
+    class_scores[name] = round(cls().fit(Xtr, ytr).score(Xte, yte) + simulate(len(name)), 4)
+class_scores""",
+    "seeded_model_classes": """\
+seeded_classes = {"tree": DecisionTreeClassifier, "forest": RandomForestClassifier}
+seeded_class_scores = {}
+for name, cls in seeded_classes.items():
+    model = cls(random_state=0).fit(Xtr, ytr)
+    seeded_class_scores[name] = round(model.score(Xte, yte) + simulate(len(name)), 4)
+seeded_class_scores""",
 }
 
 #: name -> (a cell whose loop's order or process changes a result, the hazard nb2cwl names).
@@ -324,6 +367,13 @@ unseeded = []
 for n in [5, 10]:
     unseeded.append(RandomForestClassifier(n_estimators=n).fit(Xtr, ytr).score(Xte, yte))
 len(unseeded)""", "global_rng"),
+    "unseeded_model_classes": ("""\
+np.random.seed(2)
+mixed_classes = {"lr": LogisticRegression, "tree": DecisionTreeClassifier}
+mixed_scores = {}
+for name, cls in mixed_classes.items():
+    mixed_scores[name] = cls().fit(Xtr, ytr).score(Xte, yte) + simulate(len(name))
+len(mixed_scores)""", "global_rng"),
     "python_random_global": ("""\
 random.seed(3)
 picks = []

@@ -86,3 +86,13 @@ def test_the_workflow_prints_what_jupyter_prints(group: str, tmp_path: Path) -> 
     jupyter = run_with_nbclient(source, tmp_path / "jupyter")
     workflow, _ = run_with_workflow(source, tmp_path / "workflow")
     assert workflow == jupyter
+
+
+def test_a_draw_from_the_global_generator_is_named_at_its_line(tmp_path: Path) -> None:
+    """The hazard's line is the draw's, not the loop's first line."""
+    cell = ("noisy = []\nfor i in range(4):\n    base = simulate(i)\n"
+            "    noisy.append(float(np.random.rand(100).mean()) + base)\nnoisy")
+    data = _explain(_notebook(tmp_path / "draw.ipynb", [cell]))
+    [fallback] = [f for f in data["fallbacks"] if f["cell"] == 1]
+    assert fallback["hazard"] == "global_rng"
+    assert fallback["reason"].startswith("line 4: an iteration draws from NumPy's global")

@@ -95,6 +95,17 @@ SHARED = {
                           2, "o", 1),
     "an item of a list copy": (["d = {'a': [1]}", "list(d.values())[0].append(2)", "print(d)"],
                                2, "d", 1),
+    # a copy holds the same items: a change to an item changes both
+    "an item changed through a copy": (["rows = [[1], [2]]\nc = rows.copy()",
+                                        "c[0].append(9)", "print(rows)"], 2, "rows", 1),
+    "an item changed through a copy of a copy": (["rows = [[1]]\na = rows.copy()\n"
+                                                  "b = list(a)", "b[0].append(9)",
+                                                  "print(rows)"], 2, "rows", 1),
+    "the original's item changed": (["rows = [[1]]\nc = rows.copy()", "rows[0].append(9)",
+                                     "print(c)"], 2, "c", 1),
+    "a function changing its copy's items": (["def bump(rows):\n    c = rows.copy()\n"
+                                              "    c[0].append(9)", "data = [[1]]",
+                                              "bump(data)", "print(data)"], 3, "data", 2),
 }
 
 
@@ -130,6 +141,18 @@ APART = {
                                        "names['c'] = 'z'", "print(keys)"], 2, "keys", 0),
     "a string split": (["line = 'a=1'", "key, value = line.split('=')\nkeys = [key]",
                         "keys.append('b')", "print(line)"], 3, "line", 0),
+    # a store into a copy, or its own method, leaves the original as it was
+    "a store into a copy": (["rows = [[1]]\nc = rows.copy()", "c.append([2])\nc[0] = [5]",
+                             "print(rows)"], 2, "rows", 0),
+    "a new column of a frame's copy": ([FRAME + "d = df.copy()", "d['w'] = 1\n"
+                                        "d.loc[0, 'v'] = 7", "print(df)"], 2, "df", 0),
+    "a new column of an assigned frame": ([FRAME + "d = df.assign(w=1)", "d['z'] = 2",
+                                           "print(df)"], 2, "df", 0),
+    "a copy rebound": (["rows = [[1]]\nc = rows.copy()", "c = [[5]]\nc[0].append(1)",
+                        "print(rows)"], 2, "rows", 0),
+    "a function adding to its copy": (["def extended(rows):\n    c = list(rows)\n"
+                                       "    c.append([3])\n    return len(c)", "data = [[1]]",
+                                       "n = extended(data)", "print(data)"], 3, "data", 1),
 }
 
 

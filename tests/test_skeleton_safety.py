@@ -110,6 +110,26 @@ STAYS_SEQUENTIAL = [
     ("callables taken from a list",
      ["hits = []\nhandlers = [lambda x: hits.append(x) or f(x), lambda x: f(x) + 1]",
       "r = [h(3) for h in handlers]"], ("modifies",)),
+    # a dict of a library's functions: calling one is calling the library, which draws
+    ("NumPy's drawing functions in a dict",
+     ["import numpy as np\nnp.random.seed(0)\nsamplers = {'u': np.random.rand, "
+      "'n': np.random.randn}",
+      "r = {}\nfor name, draw in samplers.items():\n    r[name] = f(float(draw(3).sum()))"],
+     ("global random generator",)),
+    ("unseeded model classes in a dict",
+     ["from sklearn.tree import DecisionTreeClassifier\n"
+      "from sklearn.linear_model import LogisticRegression\nimport numpy as np\n"
+      "X = np.arange(20.).reshape(10, 2)\ny = np.arange(10) % 2\n"
+      "classes = {'lr': LogisticRegression, 'tree': DecisionTreeClassifier}",
+      "r = {}\nfor name, cls in classes.items():\n    r[name] = cls().fit(X, y).score(X, y)"],
+     ("line 3: an iteration draws from NumPy's global random generator",)),
+    ("model classes whose dict changed",
+     ["from sklearn.linear_model import LogisticRegression\nimport numpy as np\n"
+      "from sklearn.tree import DecisionTreeClassifier\n"
+      "X = np.arange(20.).reshape(10, 2)\ny = np.arange(10) % 2\n"
+      "classes = {'lr': LogisticRegression}", "classes['tree'] = DecisionTreeClassifier",
+      "r = {}\nfor name, cls in classes.items():\n    r[name] = cls().fit(X, y).score(X, y)"],
+     ()),
 ]
 
 

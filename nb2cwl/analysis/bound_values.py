@@ -64,6 +64,12 @@ class BoundValues:
             state.iterators.add(name)
         if self.seeded_object(value):
             state.seeded.add(name)
+        callables = self.library_callables_of(value)
+        if callables is not None:
+            state.library_callables[name] = callables
+        items = self.callable_items(value)
+        if items is not None:
+            state.callable_collections[name] = items
         if isinstance(value, nodes.Lambda):
             state.functions[name] = summarize_function(value, state, self.cell_index, set())
         kind = self._state_of_value(value)
@@ -83,6 +89,39 @@ class BoundValues:
         base = self._mapping_view_base(value)
         if base is not None:
             self.fx.views.append((value.lineno or 0, name, base, "mapping"))
+
+    def library_callables_of(self, value: nodes.NodeNG) -> frozenset[str] | None:
+        """`LogisticRegression` or `sklearn.svm.SVC` as a value: the qualified callable, when
+        it is one the knowledge describes (calling it then changes nothing else)."""
+        if not isinstance(value, (nodes.Name, nodes.Attribute)):
+            return None
+        if isinstance(value, nodes.Name) and value.name in self.state.library_callables:
+            return self.state.library_callables[value.name]
+        if root_name(value) not in self.state.imports:
+            return None
+        qualified = self.qualify(value)
+        if (qualified is None or kb.library_of(qualified) is None
+                or kb.state_set_by_call(qualified) is not None):
+            return None  # a library nb2cwl does not know, or a setting: not that simple
+        return frozenset({qualified})
+
+    def callable_items(self, value: nodes.NodeNG) -> frozenset[str] | None:
+        """The library callables a literal list, tuple or set holds, or a dict's values under
+        constant keys (`{"lr": LogisticRegression, "tree": DecisionTreeClassifier}`)."""
+        if isinstance(value, (nodes.List, nodes.Tuple, nodes.Set)):
+            parts = value.elts
+        elif isinstance(value, nodes.Dict) and all(
+                isinstance(key, nodes.Const) for key, _ in value.items):
+            parts = [item for _, item in value.items]
+        else:
+            return None
+        found: set[str] = set()
+        for part in parts:
+            callables = self.library_callables_of(part)
+            if callables is None:
+                return None
+            found |= callables
+        return frozenset(found) or None
 
     def families_of(self, value: nodes.NodeNG) -> frozenset[str]:
         """The libraries whose objects a value may be or hold: those of the names it reads

@@ -22,6 +22,7 @@ from nb2cwl.analysis.names import (
     FRESH_RESULT_METHODS,
     chain_has_attribute,
     chain_has_call,
+    is_itself,
     only_keys,
     root_name,
     value_roots,
@@ -143,6 +144,12 @@ class CallEffects:
                 for arg in [*node.args, *(k.value for k in node.keywords or ())]:
                     self.mutate_expr(arg, line, f"{name}() may modify its argument")
                 return
+            held = self.state.library_callables.get(name)
+            if held is not None:  # make = LogisticRegression; make(...): the library's call
+                for qualified in sorted(held):
+                    self._hidden_rng(qualified, node)
+                    self._files(node, qualified, line)
+                return
             self._run_callable_value(name, line)
             return
         self._stateful_function(name, summary, node, line)
@@ -255,7 +262,8 @@ class CallEffects:
         )
         if method in kb.MUTATING_METHODS or inplace:
             strings = self.state.string_items.get(root)
-            self.mutate(root, line, f".{method}()")  # the receiver changes, then holds them:
+            self.mutate(root, line, f".{method}()",  # the receiver changes, then holds them:
+                        itself=is_itself(receiver))
             if method in kb.STORING_METHODS:      # `kept.append(row)` does not change row
                 self._store_arguments(root, node)
             if (strings is not None and not self.function_mode and not self.lazy
@@ -281,7 +289,7 @@ class CallEffects:
         if element and self.state.types.get(root) in CONTAINERS_OF_KNOWN:
             kind_name = "numpy.ndarray"  # an element or column of an array or frame is one too
         if method in kb.TYPE_MUTATING_METHODS.get(kind_name or "", ()):
-            self.mutate(root, line, f".{method}()")
+            self.mutate(root, line, f".{method}()", itself=is_itself(receiver))
             return
         if kind_name is not None and (kind_name in kb.KNOWN_TYPES
                                       or kind_name in kb.IMMUTABLE_TYPES):

@@ -46,6 +46,7 @@ class Effects:
     mutates: set[str] = field(default_factory=set)
     deletes: set[str] = field(default_factory=set)
     rng: set[str] = field(default_factory=set)
+    rng_lines: dict[str, int] = field(default_factory=dict)  # the first line drawing from each
     file_reads: set[str] = field(default_factory=set)
     file_writes: set[str] = field(default_factory=set)
     literals: set[str] = field(default_factory=set)  # string constants that look like paths
@@ -72,6 +73,8 @@ class Effects:
         self.mutates |= other.mutates
         self.deletes |= other.deletes
         self.rng |= other.rng
+        for state, line in other.rng_lines.items():
+            self.rng_lines.setdefault(state, line)
         self.file_reads |= other.file_reads
         self.file_writes |= other.file_writes
         self.literals |= other.literals

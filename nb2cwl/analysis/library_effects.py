@@ -55,12 +55,12 @@ class LibraryEffects:
             return
         module, _, attr = qualified.rpartition(".")
         if module in kb.RNG_STATE and attr not in kb.RNG_SAFE[module]:
-            self.fx.rng.add(kb.RNG_STATE[module])
+            self.draw({kb.RNG_STATE[module]})
         library = kb.library_of(qualified)
         setting = kb.state_set_by_call(qualified) is not None  # sklearn.set_config draws nothing
         if library is not None and library.draws and not setting and self.call_draws(
                 qualified, node):
-            self.fx.rng |= library.draws
+            self.draw(library.draws)
 
     def call_draws(self, qualified: str, node: nodes.Call) -> bool:
         """Whether a call into a library that draws takes numbers from a global generator.
@@ -134,14 +134,21 @@ class LibraryEffects:
         if isinstance(func, nodes.Attribute) and isinstance(func.expr, nodes.Call) and (
                 func.attrname in _RETURNS_ITSELF):
             return self.seeded_object(func.expr)  # LogisticRegression().fit(X, y)
-        qualified = self.qualify(value.func)
+        held = self.state.library_callables.get(func.name) if isinstance(
+            func, nodes.Name) else None
+        if held is not None:  # cls(random_state=0), cls over {"lr": LogisticRegression, ...}
+            return all(self._seeded_call(qualified, value) for qualified in held)
+        return self._seeded_call(self.qualify(value.func), value)
+
+    def _seeded_call(self, qualified: str | None, value: nodes.Call) -> bool:
         library = kb.library_of(qualified)
         if not qualified or library is None or not library.draws:
             return False
         if kb.state_set_by_call(qualified) is not None:
             return False
         root = root_name(value.func)
-        if root is None or root not in self.state.imports:
+        if root is None or (root not in self.state.imports
+                            and root not in self.state.library_callables):
             return False
         last = qualified.rsplit(".", 1)[-1]
         makes_object = last[:1].isupper() or qualified in kb.DRAWS_THROUGH_ARGUMENTS
@@ -155,13 +162,14 @@ class LibraryEffects:
         if self._seed_given(node) is not None:
             return
         if method in kb.RANDOM_METHODS:
-            self.fx.rng.add("rng:numpy")
+            self.draw({"rng:numpy"})
         if root in self.state.seeded or self.seeded_object(receiver):
             return
         for family in self.state.families.get(root, ()):
             for library in kb.LIBRARIES:
-                if library.family == family:
-                    self.fx.rng |= library.draws
+                if library.family == family and (library.drawing_methods is None
+                                                  or method in library.drawing_methods):
+                    self.draw(library.draws)
 
     def _opaque_namespace(self, node: nodes.Call, qualified: str | None, line: int) -> None:
         if qualified in ("exec", "eval", "globals", "locals") or (

@@ -8,7 +8,7 @@ can know of the new value (bound_values) and which names it may share objects wi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from astroid import nodes
@@ -17,6 +17,8 @@ from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects, Hold
 from nb2cwl.analysis.names import (
     ELEMENT_SHARING_BUILTINS,
+    chain_has_call,
+    is_itself,
     root_name,
 )
 from nb2cwl.analysis.string_values import name_values
@@ -36,6 +38,7 @@ class NameEffects:
     params: tuple[str, ...]
     param_mutations: set[str]
     local_aliases: dict[str, set[str]]
+    local_item_sharing: dict[str, set[str]]
     item_roots: dict[str, set[str]]
     definite: set[str]
     depth: int
@@ -69,7 +72,9 @@ class NameEffects:
         if self.function_mode:
             if name in self.locals:
                 for other in self.roots_of(value) if value is not None else ():
-                    self.local_aliases.setdefault(name, set()).add(other)
+                    found = (self.local_item_sharing if self.copies(value, other)
+                             else self.local_aliases)
+                    found.setdefault(name, set()).add(other)
             else:
                 self.fx.writes.add(name)
             return
@@ -96,7 +101,10 @@ class NameEffects:
             for other in self.roots_of(value) if value is not None else ():
                 if other != name and other not in state.imports and (
                         state.types.get(other) not in kb.SCALAR_TYPES):
-                    state.link(name, other)
+                    if self.copies(value, other):
+                        state.share_items(name, other)
+                    else:
+                        state.link(name, other)
             self._hand_on_group(name)
             if isinstance(value, nodes.Lambda):
                 self._merge_function(name, value)
@@ -118,6 +126,9 @@ class NameEffects:
             if other == name or other in state.imports or (
                     state.types.get(other) in kb.SCALAR_TYPES):
                 continue  # a number or a string: nothing to share
+            if self.copies(value, other):  # d = frame.copy(): its items, not its object
+                state.share_items(name, other)
+                continue
             if (other not in state.functions and self._shares(value, other)) or (
                     self._shares_default(value, other)):
                 state.link(name, other)
@@ -144,14 +155,38 @@ class NameEffects:
         self.state.unlink(name)
         self.state.forget(name)
 
-    def mutate(self, name: str, line: int, why: str) -> None:
-        """The object bound to `name` may be modified in place."""
+    def draw(self, states: Iterable[str]) -> None:
+        """Numbers are taken from these hidden generators (`rng:numpy`) here."""
+        for state in states:
+            self.fx.rng.add(state)
+            self.fx.rng_lines.setdefault(state, self.statement_line)
+
+    def copies(self, value: nodes.NodeNG, other: str) -> bool:
+        """Whether `value` is a new container of `other`'s items (`other.copy()`,
+        `list(other)`), which a store into it does not change."""
+        if not isinstance(value, nodes.Call):
+            return False
+        func = value.func
+        if isinstance(func, nodes.Attribute):  # frame.copy(), frames[i].copy()
+            return (func.attrname in kb.COPYING_METHODS and root_name(func.expr) == other
+                    and not chain_has_call(func.expr))
+        qualified = self.qualify(func)
+        return (qualified in kb.COPYING_FUNCTIONS and len(value.args) == 1
+                and not value.keywords and isinstance(value.args[0], nodes.Name)
+                and value.args[0].name == other)
+
+    def mutate(self, name: str, line: int, why: str, itself: bool = False) -> None:
+        """The object bound to `name` may be modified in place; `itself`: only that object
+        (a store into it, its own method), none of the items it holds, so not a copy that
+        holds the same items."""
         if name in self.item_roots:  # a comprehension variable: an item of its collection
             for root in sorted(self.item_roots[name]):
                 self.mutate(root, line, f"{why} (an item of {root})")
             return
         if self.function_mode:
             targets = {name} | self.local_aliases.get(name, set())
+            if not itself:
+                targets |= self.local_item_sharing.get(name, set())
             for target in targets:
                 if target in self.params:
                     self.param_mutations.add(target)
@@ -165,17 +200,23 @@ class NameEffects:
             self.state.definitions.pop(member, None)  # its value is data from now on
             self.state.immutable_items.discard(member)  # it may hold anything now
             self.state.string_items.pop(member, None)
+            self.state.callable_collections.pop(member, None)  # it may hold others now
             if member not in self.definite:
                 self.fx.reads.add(member)
             self.fx.mutates.add(member)
             note = f"a change to {name} also changes {member}, which shares its object"
             if member != name and not any(said == note for _, said in self.fx.notes):
                 self.fx.notes.append((line, note))  # once a cell: ax.plot, ax.set_title, ...
+        if not itself:
+            for other in sorted(self.state.item_sharers(name)):
+                self.mutate(other, line, f"{why} (an item {name} shares with {other}, a copy)",
+                            itself=True)
 
-    def mutate_expr(self, node: nodes.NodeNG, line: int, why: str) -> None:
+    def mutate_expr(self, node: nodes.NodeNG, line: int, why: str, itself: bool = False,
+                    ) -> None:
         """Mutation of the object an expression such as `a.b[0]` reaches from its root name,
         or of the objects a call's result holds (`zip(rows, extra)`, `map(f, rows)`,
-        `vars(o)["x"]`)."""
+        `vars(o)["x"]`); `itself`: a store into that object, not into what it holds."""
         inner = self.builtin_source(node)
         if inner is not None:
             node = inner
@@ -185,7 +226,7 @@ class NameEffects:
             return
         root = root_name(node)
         if root is not None:
-            self.mutate(root, line, why)
+            self.mutate(root, line, why, itself and is_itself(node))
 
     def builtin_source(self, node: nodes.NodeNG) -> nodes.Call | None:
         """The call of a builtin an expression starts from, when its result holds or is part
@@ -234,7 +275,7 @@ class NameEffects:
             self.state.immutable_items.discard(written)
         for mutated in sorted(fx.mutates):
             self.mutate(mutated, 0, why)
-        self.fx.rng |= fx.rng
+        self.draw(fx.rng)
         self.fx.module_state |= fx.module_state
         self.fx.literals |= fx.literals
         self.fx.file_reads |= fx.file_reads
@@ -262,3 +303,4 @@ def _at_call(changes: list) -> list:
     from dataclasses import replace
 
     return [replace(change, line=0) for change in changes]
+

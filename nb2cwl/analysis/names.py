@@ -172,3 +172,10 @@ def chain_has_attribute(node: nodes.NodeNG, attribute: str) -> bool:
         node = (node.expr if isinstance(node, nodes.Attribute)
                 else node.func if isinstance(node, nodes.Call) else node.value)
     return False
+
+def is_itself(node: nodes.NodeNG) -> bool:
+    """Whether `node` is the object its name holds, not an item in it: `d`, and a frame's
+    indexers (`d.loc`, `d.iloc`, `d.at`, `d.iat`), through which a store goes into `d`."""
+    return isinstance(node, nodes.Name) or (
+        isinstance(node, nodes.Attribute) and node.attrname in ("loc", "iloc", "at", "iat")
+        and isinstance(node.expr, nodes.Name))

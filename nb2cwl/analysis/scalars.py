@@ -77,6 +77,11 @@ def scalar_collection(node: nodes.NodeNG, state: NamespaceState) -> bool:
         return bool(node.items) and all(constant(k, state) for k, _ in node.items)
     if isinstance(node, nodes.Name):
         return node.name in state.immutable_items
+    if isinstance(node, nodes.Attribute) and node.attrname in ("columns", "index"):
+        return _pandas(node.expr, state)  # a frame's labels: strings, numbers, timestamps
+    if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Attribute) and (
+            node.func.attrname in ("tolist", "to_list") and not node.args):
+        return scalar_collection(node.func.expr, state)  # df.columns.tolist()
     if isinstance(node, (nodes.ListComp, nodes.SetComp, nodes.GeneratorExp)):
         scalar: dict[str, bool] = {}  # its own names: bound to numbers or strings (the last
         for g in node.generators:  # generator binding a name decides)
@@ -97,6 +102,13 @@ def scalar_collection(node: nodes.NodeNG, state: NamespaceState) -> bool:
                 len(node.args) == 1):
             return scalar_collection(node.args[0], state)
     return False
+
+
+def _pandas(node: nodes.NodeNG, state: NamespaceState) -> bool:
+    """Whether `node` is a pandas frame or series (so far as its name tells)."""
+    root = node.name if isinstance(node, nodes.Name) else None
+    return root is not None and (state.types.get(root, "").startswith("pandas.")
+                                 or "pandas" in state.families.get(root, ()))
 
 
 def constant(node: nodes.NodeNG, state: NamespaceState | None = None,

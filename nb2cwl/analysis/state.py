@@ -61,12 +61,21 @@ class NamespaceState:
     #: names that keep a function touching files, to call later (`reader = open`)
     file_functions: set[str] = field(default_factory=set)
     aliases: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: names holding the same items, not the same object (`d = frame.copy()`): a change to
+    #: an item through one changes the other; a store into one does not
+    item_sharing: dict[str, frozenset[str]] = field(default_factory=dict)
     star_imports: list[Definition] = field(default_factory=list)
     families: dict[str, frozenset[str]] = field(default_factory=dict)  # name -> libraries
     state_objects: dict[str, StateKind] = field(default_factory=dict)  # logger, rc, env, ...
     held_calls: dict[str, Effects] = field(default_factory=dict)  # callables held in a value
     views: dict[str, frozenset[str]] = field(default_factory=dict)  # array views: name -> base
     bound: set[str] = field(default_factory=set)  # every global the notebook has bound
+    #: a name holding a library's function or class (`make = LogisticRegression`), or the
+    #: loop variable over a collection of only those: calling it is calling one of these
+    library_callables: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: lists, tuples and sets of a library's functions and classes, and dicts of them
+    #: (values) under constant keys: what their items are
+    callable_collections: dict[str, frozenset[str]] = field(default_factory=dict)
     #: objects of a library that draws, made with their own seed (or that never draw)
     seeded: set[str] = field(default_factory=set)
 
@@ -93,8 +102,29 @@ class NamespaceState:
         for member in group:
             self.aliases[member] = group
 
+    def share_items(self, a: str, b: str) -> None:
+        """Record that `a` and `b` may hold the same items from now on."""
+        self.item_sharing[a] = self.item_sharing.get(a, frozenset()) | {b}
+        self.item_sharing[b] = self.item_sharing.get(b, frozenset()) | {a}
+
+    def item_sharers(self, name: str) -> frozenset[str]:
+        """The names that hold items `name` holds, through copies of copies."""
+        found, todo = {name}, [name]
+        while todo:
+            for other in self.item_sharing.get(todo.pop(), ()):
+                if other not in found:
+                    found.add(other)
+                    todo.append(other)
+        return frozenset(found - {name})
+
     def unlink(self, name: str) -> None:
         """`name` was rebound: it no longer shares an object with its old group."""
+        for other in self.item_sharing.pop(name, ()):
+            rest = self.item_sharing.get(other, frozenset()) - {name}
+            if rest:
+                self.item_sharing[other] = rest
+            else:
+                self.item_sharing.pop(other, None)
         group = self.aliases.pop(name, None)
         if group is None:
             return
@@ -118,3 +148,5 @@ class NamespaceState:
         self.state_objects.pop(name, None)
         self.held_calls.pop(name, None)
         self.seeded.discard(name)
+        self.library_callables.pop(name, None)
+        self.callable_collections.pop(name, None)

@@ -112,7 +112,7 @@ class StoreEffects:
             self.class_mutated = True  # type(self).count += 1
             self.mutate(self.owner_class or "", line, why)
             return
-        self.mutate_expr(container, line, why)
+        self.mutate_expr(container, line, why, itself=True)
         if root is None or value is None or self.function_mode:
             return
         inner = self.builtin_source(container)

@@ -20,6 +20,7 @@ from astroid import nodes
 from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.bound_values import BoundValues
 from nb2cwl.analysis.call_effects import CallEffects
+from nb2cwl.analysis.callable_items import callable_loop_items
 from nb2cwl.analysis.comprehension_effects import ComprehensionEffects
 from nb2cwl.analysis.effects import Effects, FunctionSummary
 from nb2cwl.analysis.file_effects import FileEffects, looks_like_path
@@ -53,6 +54,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
     ) -> None:
         self.state = state
         self.cell_index = cell_index
+        self.statement_line = 0  # the line of the statement walked now
         self.infer_type = infer_type
         self.fx = Effects()
         self.definite: set[str] = set()
@@ -62,6 +64,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         self.params = param_names
         self.param_mutations: set[str] = set()
         self.local_aliases: dict[str, set[str]] = {}
+        self.local_item_sharing: dict[str, set[str]] = {}  # d = param.copy()
         self.item_roots: dict[str, set[str]] = {}  # comprehension variable -> its collections
         self.comprehension_names: set[str] = set()  # bound by the comprehensions walked now
         self.declared_globals: set[str] = set()  # `global x` in the function body walked
@@ -85,6 +88,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
 
     def statement(self, node: nodes.NodeNG) -> None:
         """Walk one statement."""
+        self.statement_line = node.lineno or self.statement_line
         handler = getattr(self, "_stmt_" + type(node).__name__, None)
         unseen = len(self.fx.opaque_namespace)
         if handler is not None:
@@ -258,10 +262,15 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         the name held something else before, which an empty loop would leave there)."""
         if self.function_mode:
             return
-        for name in scalar_items((node.target,), (node.iter,), self.state):
+        callables, keys = callable_loop_items(node.target, node.iter, self.state)
+        for name in scalar_items((node.target,), (node.iter,), self.state) | keys:
             if name not in bound_before or self.state.types.get(name) in kb.SCALAR_TYPES:
                 self.state.unlink(name)
                 self.state.types[name] = SCALAR
+        for name, held in callables.items():  # for name, cls in models.items()
+            if name not in bound_before:
+                self.state.unlink(name)
+                self.state.library_callables[name] = held
 
     def _stmt_While(self, node: nodes.While) -> None:
         if not self.function_mode:
@@ -371,7 +380,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
                 self.read(read)
             for mutated in sorted(summary.effects.mutates):
                 self.mutate(mutated, node.lineno, "lambda")
-            self.fx.rng |= summary.effects.rng
+            self.draw(summary.effects.rng)
             if self.function_mode:
                 self.param_mutations |= summary.param_mutations & set(self.params)
         elif isinstance(node, (nodes.ListComp, nodes.SetComp, nodes.DictComp,

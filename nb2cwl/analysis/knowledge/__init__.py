@@ -25,6 +25,8 @@ from nb2cwl.analysis.knowledge.plotting import MATPLOTLIB, SEABORN
 from nb2cwl.analysis.knowledge.python import (
     ARGUMENT_MUTATING_METHODS,
     CONSTRUCTOR_TYPES,
+    COPYING_FUNCTIONS,
+    COPYING_METHODS,
     FILE_METHODS,
     IMMUTABLE_TYPES,
     IMPORTS_WITHOUT_EFFECTS,
@@ -167,6 +169,8 @@ def seed_of(qualified: str | None) -> str | None:
 __all__ = [
     "ARGUMENT_MUTATING_METHODS",
     "CONSTRUCTOR_TYPES",
+    "COPYING_FUNCTIONS",
+    "COPYING_METHODS",
     "DRAWING_SETTINGS",
     "DRAWS_THROUGH_ARGUMENTS",
     "ESTIMATOR_KEYWORDS",

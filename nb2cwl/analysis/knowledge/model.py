@@ -56,6 +56,9 @@ class Library:
     #: hidden random state (`rng:numpy`, `rng:random`) that code using the library may draw
     #: from without saying so (scikit-learn without random_state, Keras layer seeds)
     draws: frozenset[str] = frozenset()
+    #: the methods of its objects that may draw so, when the object has no seed of its own
+    #: (None: any method); the arrays its functions return never draw
+    drawing_methods: frozenset[str] | None = None
     #: why the library's objects cannot cross a step boundary exactly, if they cannot
     uncarried_values: str | None = None
     mutating_functions: Mapping[str, tuple[int, ...]] = field(default_factory=dict)

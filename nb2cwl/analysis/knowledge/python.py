@@ -26,6 +26,13 @@ ARGUMENT_MUTATING_METHODS: dict[str, tuple[int, ...]] = {"shuffle": (0,)}
 STORING_METHODS = frozenset({"append", "add", "extend", "insert", "update", "setdefault",
                              "appendleft", "extendleft", "put", "push", "register"})
 
+#: Methods and builtins whose result is a new container holding the receiver's items (a
+#: shallow copy: list.copy(), dict(d); pandas' copy() and assign() copy the data, not the
+#: Python objects in it): a store into the result leaves the receiver as it is, a change to
+#: an item changes both.
+COPYING_METHODS = frozenset({"copy", "assign"})
+COPYING_FUNCTIONS = frozenset({"list", "dict", "set", "copy.copy"})
+
 #: Methods of process-wide objects (a logger, rcParams, os.environ) that only read or use them.
 STATE_READING_METHODS = frozenset({
     "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal",
@@ -60,7 +67,7 @@ SCALAR_TYPES = IMMUTABLE_TYPES - {"builtins.tuple", "builtins.frozenset"}
 PURE_METHODS = frozenset(
     {"mean", "sum", "std", "var", "median", "min", "max", "prod", "cumsum", "cumprod",
      "argmax", "argmin", "argsort", "idxmax", "idxmin", "any", "all", "count", "nunique",
-     "unique", "value_counts", "describe", "quantile", "round", "clip", "abs", "copy",
+     "unique", "value_counts", "describe", "quantile", "round", "clip", "abs", "copy", "assign",
      "astype", "tolist", "to_list", "to_numpy", "to_dict", "item", "reshape", "ravel",
      "flatten", "transpose", "dot", "corr", "cov", "diff", "pct_change", "shift", "head",
      "tail", "isna", "notna", "isnull", "notnull", "dropna", "fillna", "sort_values",

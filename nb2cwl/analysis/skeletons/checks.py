@@ -9,6 +9,7 @@ import copy
 from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
+from nb2cwl.analysis.callable_items import callable_loop_items
 from nb2cwl.analysis.names import (
     BUILTIN_NAMES,
     fresh_items,
@@ -42,6 +43,7 @@ def isolated(parts: list[nodes.NodeNG], iterables: tuple[nodes.NodeNG, ...],
         choices=dict(state.choices), string_items=dict(state.string_items),
         unseen_bindings=state.unseen_bindings, names=state.names,
         types=dict(state.types), aliases=copy.copy(state.aliases),
+        item_sharing=dict(state.item_sharing), file_functions=set(state.file_functions),
         star_imports=list(state.star_imports), families=dict(state.families),
         immutable_items=set(state.immutable_items), seeded=set(state.seeded))
     for name in accumulators:
@@ -53,6 +55,17 @@ def isolated(parts: list[nodes.NodeNG], iterables: tuple[nodes.NodeNG, ...],
     for name in scalar_items(targets, iterables, state):
         scratch.types[name] = SCALAR
         scratch.unlink(name)
+    scratch.library_callables = dict(state.library_callables)
+    scratch.callable_collections = dict(state.callable_collections)
+    for target, iterable in zip(targets, iterables, strict=False):
+        callables, keys = callable_loop_items(target, iterable, state)
+        for name, held in callables.items():  # for name, cls in models.items(): cls()
+            scratch.unlink(name)
+            scratch.library_callables[name] = held
+            scratch.families[name] = frozenset(filter(None, map(kb.family_of, held)))
+        for name in keys:
+            scratch.types[name] = SCALAR
+            scratch.unlink(name)
     walker = EffectWalker(scratch, -1, infer)
     walker.hands_on = False  # what the results hold is check_shared_results' question
     walker.definite |= bound
@@ -120,7 +133,8 @@ def check_effects(fx, local: set[str], accumulators: set[str], line: int,
                              f"{library.uncarried_values}, so other processes cannot have them")
     if fx.rng:
         which = " and ".join(_GLOBAL_GENERATORS.get(r, r) for r in sorted(fx.rng))
-        raise Stop(line, "global_rng", f"an iteration draws from {which}, so results "
+        first = min(fx.rng_lines.get(r) or line for r in fx.rng)  # the first draw's line
+        raise Stop(first, "global_rng", f"an iteration draws from {which}, so results "
                                         "depend on the order of the items")
     if fx.holds:  # a library nb2cwl does not know, a seed: state of the process
         raise Stop(line, "process_state", f"an iteration: {fx.holds[0].reason}")
