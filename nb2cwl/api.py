@@ -26,7 +26,7 @@ from nb2cwl.passes.cost_model import read_last_run, read_profile, with_profile
 from nb2cwl.passes.loop_joins import join_loop_parts
 from nb2cwl.passes.partition import partition
 from nb2cwl.passes.scatter import scatter_loops
-from nb2cwl.passes.scatter_cost import unpaying_scatters
+from nb2cwl.passes.scatter_cost import scatter_decisions
 from nb2cwl.passes.training import prepare_training
 from nb2cwl.stopping import shield
 
@@ -74,8 +74,9 @@ def _compile(path: str, options: CompileOptions) -> Workflow:
                                 {c.cell_id: c.source for c in notebook.cells})
     workflow = with_profile(workflow, profile)
     if options.scatter:
-        sequential = unpaying_scatters(workflow, *deployment_costs(workflow, options), options)
-        workflow = scatter_loops(workflow, options.chunks, sequential)
+        sequential, made = scatter_decisions(workflow, *deployment_costs(workflow, options),
+                                             options)
+        workflow = scatter_loops(workflow, options.chunks, sequential, made)
     try:
         validate_workflow(workflow)
     except InvalidWorkflow as exc:

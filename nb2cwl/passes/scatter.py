@@ -16,9 +16,11 @@ PSEUDO = (CHUNKS, RESULTS, PREFIX)
 
 
 def scatter_loops(workflow: Workflow, chunks: int = 0,
-                  sequential: Mapping[int, str] | None = None) -> Workflow:
+                  sequential: Mapping[int, str] | None = None,
+                  made: Mapping[int, str] | None = None) -> Workflow:
     """Split every step whose cell holds a recognised map; keep the rest as it is, and the
-    cells `sequential` names (a scatter would not pay, with that reason)."""
+    cells `sequential` names (a scatter would not pay, with that reason). `made`: why each
+    scatter was made (the figures), which its split step gives."""
     steps: list[Step] = []
     renamed: dict[str, str] = {}
     early: dict[str, tuple[str, set[str]]] = {}  # cell step -> (its split, values ready there)
@@ -46,6 +48,8 @@ def scatter_loops(workflow: Workflow, chunks: int = 0,
             continue
         plan = replace(plan, chunks=chunks)
         split, mapper, gather = _rewrite(replace(step, plan=plan), plan)
+        if made and cell in made:
+            split = replace(split, reasons=(*split.reasons, made[cell]))
         renamed[step.name] = gather.name
         early[step.name] = (split.name, _ready_after_split(step, plan, split))
         steps += [split, mapper, gather]

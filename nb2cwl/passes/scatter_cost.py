@@ -14,36 +14,45 @@ from collections.abc import Mapping
 
 from nb2cwl.ir.model import Workflow
 from nb2cwl.options import CompileOptions
-from nb2cwl.passes.cost_model import SECONDS_FROM, Costs, costs_for, step_seconds
+from nb2cwl.passes.cost_model import SECONDS_FROM, Costs, about, costs_for, step_seconds
 
 #: The steps a scatter adds to the loop's own: the split before it and the gather after it.
 ADDED_STEPS = 2
 
 
-def unpaying_scatters(workflow: Workflow, costs: Mapping[str, Costs], default: Costs,
-                      options: CompileOptions) -> dict[int, str]:
-    """The cells whose loop is kept in one step because a scatter would not pay, with the
-    figures that decided it (by cell index)."""
-    if any(pattern.startswith("@") for pattern, _ in (*options.targets, *options.resources)):
-        return {}  # the user placed the scatter's parts (@map=...): they asked for it
+def scatter_decisions(workflow: Workflow, costs: Mapping[str, Costs], default: Costs,
+                      options: CompileOptions) -> tuple[dict[int, str], dict[int, str]]:
+    """(the cells whose loop is kept in one step because a scatter would not pay, the cells
+    whose loop is scattered), each with the figures that decided it (by cell index)."""
     kept: dict[int, str] = {}
+    made: dict[int, str] = {}
+    placed = any(pattern.startswith("@") for pattern, _ in (*options.targets, *options.resources))
     for step in workflow.steps:
-        if (step.plan is None or step.plan.asked or step.role != "cell"
-                or len(step.cells) != 1):
-            continue  # no scatter, or the notebook asked for it (@parallel_task)
+        if step.plan is None or step.role != "cell" or len(step.cells) != 1:
+            continue
         cell = step.cells[0]
-        if cell.seconds_from == "estimate":
+        if placed or step.plan.asked:  # the user placed its parts, or @parallel_task asked
+            made[cell.index] = "scattered as the notebook or its options ask"
             continue
         here = costs_for(step, costs, default)
         chunks = options.chunks or here.cores
         seconds = step_seconds(step)
-        gained = seconds - seconds / max(chunks, 1)
         added = ADDED_STEPS * here.step_seconds
-        if chunks > 1 and gained > added:
-            continue
-        kept[cell.index] = (
-            f"line {step.plan.line}: the loop stays in one step, a scatter would not pay: the "
-            f"cell takes about {seconds:.2g} s ({SECONDS_FROM[cell.seconds_from]}), so "
-            f"{max(chunks, 1)} chunks would save at most {gained:.2g} s, and its split and "
-            f"gather steps cost about {added:.2g} s ({here.source})")
-    return kept
+        gained = seconds - seconds / max(chunks, 1)
+        figures = (f"the cell takes {about(seconds)} ({SECONDS_FROM[cell.seconds_from]}), so "
+                   f"{max(chunks, 1)} chunks would save at most {gained:.2g} s, and its split "
+                   f"and gather steps cost {about(added)} ({here.source})")
+        pays = chunks > 1 and gained > added
+        if cell.seconds_from == "estimate":
+            made[cell.index] = (
+                f"scattered on an estimate: {figures}" if pays else
+                f"scattered though the code suggests only {about(seconds)} of work: a static "
+                "estimate cannot bound a library call or a count known only when the cell "
+                "runs, so the loop is not assumed cheap") + (
+                "; from the next run on, its measured seconds decide")
+        elif pays:
+            made[cell.index] = f"scattered, as it pays: {figures}"
+        else:
+            kept[cell.index] = (f"line {step.plan.line}: the loop stays in one step, a "
+                                f"scatter would not pay: {figures}")
+    return kept, made
