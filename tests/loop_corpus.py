@@ -332,6 +332,10 @@ column_stats = []
 for col in df.columns:
     column_stats.append((col, str(df[col].iloc[0]), round(simulate(len(col)), 4)))
 column_stats""",
+    # a loop that only prints what each item gives: its lines keep the items' order
+    "prints_only": """\
+for s in range(4):
+    print(f"seed {s}: {simulate(s):.4f}")""",
     # model classes that never draw (or are given a seed) compared in a dict
     "model_classes_dict": """\
 model_classes = {"lr": LogisticRegression, "knn": KNeighborsClassifier}

@@ -123,6 +123,15 @@ STAYS_SEQUENTIAL = [
       "classes = {'lr': LogisticRegression, 'tree': DecisionTreeClassifier}",
       "r = {}\nfor name, cls in classes.items():\n    r[name] = cls().fit(X, y).score(X, y)"],
      ("line 3: an iteration draws from NumPy's global random generator",)),
+    # loops that gather nothing but change what all items share: the hazard and its line
+    ("a notebook function changing its argument",
+     ["base = {}\ndef add_col(frame, k):\n    frame[k] = f(k)",
+      "for k in range(8):\n    add_col(base, k)"],
+     ("line 2: an iteration modifies base, which all iterations share",)),
+    ("the best so far",
+     ["best_score, best_x = -1, None\nfor x in xs:\n    sc = f(x) % 5\n"
+      "    if sc > best_score:\n        best_score, best_x = sc, x"],
+     ("line 4: best_score is written in one iteration and read in a later one",)),
     ("model classes whose dict changed",
      ["from sklearn.linear_model import LogisticRegression\nimport numpy as np\n"
       "from sklearn.tree import DecisionTreeClassifier\n"
@@ -212,6 +221,10 @@ SCATTERED_CELLS = [
     "def make(l):\n    return lambda: len(l)\nlosses = []\ncount = make(losses)",
     "for v in xs:\n    losses.append(f(v))",
     "print(count(), losses)",
+    # a loop that only prints: its items' lines come out in their order, and its names keep
+    # the last item's values
+    "for i, v in enumerate(xs):\n    score = f(v)\n    print(f'item {i}: {score}')\n"
+    "print('last', i, score)",
 ]
 
 
@@ -221,7 +234,7 @@ def test_scattered_cells_match_jupyter(tmp_path: Path,
     path = notebook(tmp_path / "s.ipynb", SCATTERED_CELLS, markdown_first=False)
     data = _explain(path, capsys)
     scattered = set(skeleton_lines(data))
-    assert scattered == {1, 2, 4, 5, 7, 8, 9, 11, 17}  # not the iterator
+    assert scattered == {1, 2, 4, 5, 7, 8, 9, 11, 17, 19}  # not the iterator
     jupyter = run_with_nbclient(path, tmp_path / "jupyter")
     workflow, _ = run_with_workflow(path, tmp_path / "workflow", "--chunks", "3")
     assert workflow == jupyter

@@ -44,6 +44,7 @@ class Effects:
     passes_through: set[str] = field(default_factory=set)
     writes: set[str] = field(default_factory=set)
     mutates: set[str] = field(default_factory=set)
+    mutation_lines: dict[str, int] = field(default_factory=dict)  # the first line changing each
     deletes: set[str] = field(default_factory=set)
     rng: set[str] = field(default_factory=set)
     rng_lines: dict[str, int] = field(default_factory=dict)  # the first line drawing from each
@@ -75,6 +76,8 @@ class Effects:
         self.rng |= other.rng
         for state, line in other.rng_lines.items():
             self.rng_lines.setdefault(state, line)
+        for name, line in other.mutation_lines.items():
+            self.mutation_lines.setdefault(name, line)
         self.file_reads |= other.file_reads
         self.file_writes |= other.file_writes
         self.literals |= other.literals

@@ -39,6 +39,7 @@ class NameEffects:
     param_mutations: set[str]
     local_aliases: dict[str, set[str]]
     local_item_sharing: dict[str, set[str]]
+    statement_line: int
     item_roots: dict[str, set[str]]
     definite: set[str]
     depth: int
@@ -204,6 +205,7 @@ class NameEffects:
             if member not in self.definite:
                 self.fx.reads.add(member)
             self.fx.mutates.add(member)
+            self.fx.mutation_lines.setdefault(member, line or self.statement_line)
             note = f"a change to {name} also changes {member}, which shares its object"
             if member != name and not any(said == note for _, said in self.fx.notes):
                 self.fx.notes.append((line, note))  # once a cell: ax.plot, ax.set_title, ...

@@ -150,9 +150,9 @@ def check_effects(fx, local: set[str], accumulators: set[str], line: int,
     shared = sorted(fx.mutates - local - accumulators - set(escaped))
     generators = [name for name in shared if types.get(name) in kb.GENERATOR_TYPES]
     if generators:
-        raise Stop(line, "global_rng", f"an iteration draws from {generators[0]}, a random "
-                                        "generator all iterations share, so results depend "
-                                        "on the order of the items")
+        raise Stop(fx.mutation_lines.get(generators[0]) or line, "global_rng",
+                   f"an iteration draws from {generators[0]}, a random generator all "
+                   "iterations share, so results depend on the order of the items")
     # (after the draws: writing the files after the loop would not make the draws parallel)
     if fx.file_writes or fx.opaque_io:
         raise Stop(line, "file_writes",
@@ -161,7 +161,7 @@ def check_effects(fx, local: set[str], accumulators: set[str], line: int,
     collections = set().union(*(value_roots(i) for i in iterables)) if iterables else set()
     shared.sort(key=lambda name: (name not in collections, name))
     if shared:
-        raise Stop(line, "shared_mutation",
+        raise Stop(fx.mutation_lines.get(shared[0]) or line, "shared_mutation",
                    f"an iteration modifies {shared[0]}, which all iterations share")
     if escaped:
         raise Stop(line, "global_rebind", f"an iteration rebinds the global {escaped[0]}")

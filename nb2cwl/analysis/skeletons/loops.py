@@ -58,10 +58,9 @@ def loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: Piece,
             body = list(inner.body)
     _no_early_exit(body)
     accumulators = _accumulators(body, bound)
-    if accumulators:
-        eager_collections(tuple(iterables), state, stmt.lineno)
-    if not accumulators:
-        return None  # nothing gathered: a loop run for its side effects stays as it is
+    if not accumulators and not worth_it(body, state):
+        return None  # nothing gathered, little work: a loop run for its effects stays as is
+    eager_collections(tuple(iterables), state, stmt.lineno)
     locals_ = _assigned(body) - set(accumulators)
     for iterable in iterables:
         used = {n.name for n in [iterable, *iterable.nodes_of_class(nodes.Name)]
@@ -120,7 +119,8 @@ def loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: Piece,
     return MapSkeleton(
         cell_index=cell_index,
         line=piece.rel(stmt.lineno),
-        form=f"for loop accumulating into {', '.join(accumulators)}",
+        form=(f"for loop accumulating into {', '.join(accumulators)}" if accumulators
+              else "for loop whose items only print or show"),
         method=method,
         prefix_code=piece.prefix(stmt),
         iterables=iterable_sources,
