@@ -18,14 +18,9 @@ from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects, Hold, StateChange
 from nb2cwl.analysis.names import (
     BUILTIN_NAMES,
-    ELEMENT_SHARING_BUILTINS,
-    FRESH_RESULT_METHODS,
-    chain_has_attribute,
     chain_has_call,
     is_itself,
-    only_keys,
     root_name,
-    value_roots,
 )
 from nb2cwl.analysis.value_types import CONTAINERS_OF_KNOWN
 
@@ -36,9 +31,6 @@ if TYPE_CHECKING:
 _KEEPING_ITS_ARGUMENTS = frozenset({
     "print", "len", "sorted", "list", "tuple", "set", "frozenset", "enumerate", "zip",
     "reversed", "iter", "any", "all", "min", "max", "sum", "str", "repr", "map", "filter"})
-
-#: What IPython puts in the namespace: its objects hold nothing of the notebook's.
-_SHELL_NAMES = frozenset({"get_ipython", "display"})
 
 
 
@@ -366,56 +358,3 @@ class CallEffects:
             if root is not None and not chain_has_call(receiver):
                 kind = self.state.state_objects.get(root)
         return kind
-
-    def call_roots(self, call: nodes.Call) -> set[str]:
-        """Names whose objects a call's result may hold: what the notebook's function returns
-        or keeps, the arguments of a library nb2cwl does not know, views of arrays."""
-        func = call.func
-        arguments = [*call.args, *(k.value for k in call.keywords or ())]
-
-        def of(values: list[nodes.NodeNG]) -> set[str]:
-            found: set[str] = set()
-            for value in values:
-                found |= value_roots(value, self.call_roots)
-            return found
-
-        if isinstance(func, nodes.Name) and func.name in self.state.functions:
-            summary = self.state.functions[func.name]
-            kept = summary.retains | summary.returns_params
-            found = set(summary.returns)
-            for position, arg in enumerate(call.args):
-                name = (summary.positional[position]
-                        if position < len(summary.positional) else None)
-                if name is None or name in kept or isinstance(arg, nodes.Starred):
-                    found |= of([arg])
-            for keyword in call.keywords or ():
-                if keyword.arg is None or keyword.arg in kept:
-                    found |= of([keyword.value])
-            if summary.is_class and summary.mutable_defaults & summary.retains:
-                found.add(func.name)  # instances share the class's default value
-            return found
-        if isinstance(func, nodes.Name) and func.name in ELEMENT_SHARING_BUILTINS | {
-                "map", "filter", "iter", "functools.partial", "partial"}:
-            return of([a for a in arguments if not only_keys(a)])
-        qualified = self.qualify(func)
-        if kb.keeps_arguments(qualified):  # Pipeline([...]), np.split(a, 3), ChainMap(d)
-            return of(arguments)
-        if qualified is not None and kb.library_of(qualified) is None and (
-                root_name(func) in self.state.imports):
-            return of(arguments)  # a library nb2cwl does not know may keep its arguments
-        if isinstance(func, nodes.Attribute):
-            # d.items(), d.get(k), arr.reshape(...): the result may hold the receiver's objects
-            # (a Styler's methods, format included, return the Styler)
-            if func.attrname in FRESH_RESULT_METHODS and not chain_has_attribute(func.expr,
-                                                                                 "style"):
-                return set()
-            root = root_name(func.expr)
-            if root is None or root in self.state.imports or root in _SHELL_NAMES:
-                return set()
-            if self.type_of(func.expr) in kb.GENERATOR_TYPES:
-                return set()  # rng.normal(...): new numbers, not the generator
-            return {root}
-        if (isinstance(func, nodes.Name) and func.name not in self.state.imports
-                and func.name not in BUILTIN_NAMES):  # a callable value: a partial, a closure
-            return of(arguments) | {func.name}
-        return set()
