@@ -106,6 +106,15 @@ SHARED = {
     "a function changing its copy's items": (["def bump(rows):\n    c = rows.copy()\n"
                                               "    c[0].append(9)", "data = [[1]]",
                                               "bump(data)", "print(data)"], 3, "data", 2),
+    "a function changing its argument through two names": (
+        ["def grow(p):\n    a = p\n    b = a\n    b.append(1)", "data = [[1]]", "grow(data)",
+         "print(data)"], 3, "data", 2),
+    "a function changing the items of a copy of an alias": (
+        ["def bump(p):\n    a = p\n    b = a.copy()\n    b[0].append(1)", "data = [[1]]",
+         "bump(data)", "print(data)"], 3, "data", 2),
+    "a function returning its argument through two names": (
+        ["def same(p):\n    a = p\n    b = a\n    return b", "data = [[1]]\nx = same(data)",
+         "x.append(5)", "print(data)"], 3, "data", 2),
 }
 
 

@@ -176,6 +176,20 @@ class NameEffects:
                 and not value.keywords and isinstance(value.args[0], nodes.Name)
                 and value.args[0].name == other)
 
+    def local_reach(self, name: str, items: bool = True) -> set[str]:
+        """In a function body: `name` and the names whose objects (and with `items`, whose
+        items) it may hold, through chains (`a = p; b = a.copy(); b[0].append(x)`)."""
+        found, todo = {name}, [name]
+        while todo:
+            here = todo.pop()
+            reached = set(self.local_aliases.get(here, ()))
+            if items:
+                reached |= self.local_item_sharing.get(here, set())
+            for other in reached - found:
+                found.add(other)
+                todo.append(other)
+        return found
+
     def mutate(self, name: str, line: int, why: str, itself: bool = False) -> None:
         """The object bound to `name` may be modified in place; `itself`: only that object
         (a store into it, its own method), none of the items it holds, so not a copy that
@@ -185,10 +199,7 @@ class NameEffects:
                 self.mutate(root, line, f"{why} (an item of {root})")
             return
         if self.function_mode:
-            targets = {name} | self.local_aliases.get(name, set())
-            if not itself:
-                targets |= self.local_item_sharing.get(name, set())
-            for target in targets:
+            for target in self.local_reach(name, items=not itself):
                 if target in self.params:
                     self.param_mutations.add(target)
                 elif target not in self.locals:

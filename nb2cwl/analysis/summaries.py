@@ -90,8 +90,7 @@ def _returned_roots(value: nodes.NodeNG, walker: EffectWalker,
     direct = walker.roots_of(value) | _closure_roots(value, function)
     roots = set()
     for root in direct:
-        roots |= (walker.local_aliases.get(root, set())
-                  | walker.local_item_sharing.get(root, set()) | {root})
+        roots |= walker.local_reach(root)
     return roots
 
 
