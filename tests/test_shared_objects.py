@@ -106,6 +106,16 @@ SHARED = {
     "a function changing its copy's items": (["def bump(rows):\n    c = rows.copy()\n"
                                               "    c[0].append(9)", "data = [[1]]",
                                               "bump(data)", "print(data)"], 3, "data", 2),
+    "a library function kept in a name": (["import heapq\nheap = [5, 1]\n"
+                                           "push = heapq.heappush", "push(heap, 0)",
+                                           "print(heap)"], 2, "heap", 1),
+    "an item of the original changed in place": (["groups = [[1, 2], [3]]",
+                                                  "snapshot = groups.copy()",
+                                                  "groups[0] += [10]", "print(snapshot)"],
+                                                 3, "snapshot", 2),
+    "an item changed through an alias of the original": (
+        ["data = {'a': [1, 2]}", "snapshot = data.copy()\ncurrent = data",
+         "current['a'].append(99)", "print(snapshot)"], 3, "snapshot", 2),
     "a function changing its argument through two names": (
         ["def grow(p):\n    a = p\n    b = a\n    b.append(1)", "data = [[1]]", "grow(data)",
          "print(data)"], 3, "data", 2),
@@ -150,9 +160,7 @@ APART = {
                                        "names['c'] = 'z'", "print(keys)"], 2, "keys", 0),
     "a string split": (["line = 'a=1'", "key, value = line.split('=')\nkeys = [key]",
                         "keys.append('b')", "print(line)"], 3, "line", 0),
-    # a store into a copy, or its own method, leaves the original as it was
-    "a store into a copy": (["rows = [[1]]\nc = rows.copy()", "c.append([2])\nc[0] = [5]",
-                             "print(rows)"], 2, "rows", 0),
+    # a frame's copy shares nothing: a store into it leaves the original as it was
     "a new column of a frame's copy": ([FRAME + "d = df.copy()", "d['w'] = 1\n"
                                         "d.loc[0, 'v'] = 7", "print(df)"], 2, "df", 0),
     "a new column of an assigned frame": ([FRAME + "d = df.assign(w=1)", "d['z'] = 2",
@@ -291,3 +299,23 @@ def test_a_loop_over_a_dict_of_numbers_gives_what_the_kernel_gives(tmp_path, gra
     jupyter = run_with_nbclient(path, tmp_path / "kernel")
     workflow, _ = run_with_workflow(path, tmp_path / "wf", "--granularity", granularity)
     assert workflow == jupyter
+
+
+#: Copies holding the same items as their originals, each cell a step of its own: a change to
+#: an item must show in both, as in Jupyter (found by a review of the copy rule).
+COPIES = ["import numpy as np\ngroups = [[1, 2], [3]]\ndata = {'a': [1, 2]}\n"
+          "weights = {'a': np.zeros(3)}",
+          "snapshot = groups.copy()\nkept = data.copy()\ncurrent = data\n"
+          "initial = dict(weights)",
+          "groups[0] += [10]\ncurrent['a'].append(99)\nweights['a'] += 5",
+          "print(snapshot, kept, initial['a'])"]
+
+
+@pytest.mark.streamflow
+def test_items_a_copy_shares_stay_shared_across_steps(tmp_path):
+    from equivalence import run_with_nbclient, run_with_workflow
+
+    source = Path(make_notebook(tmp_path, COPIES))
+    ours, _ = run_with_workflow(source, tmp_path / "workflow", "--granularity", "cell")
+    assert ours == run_with_nbclient(source, tmp_path / "kernel")
+    assert ours[3] == ["stdout: [[1, 2, 10], [3]] {'a': [1, 2, 99]} [5. 5. 5.]\n"]

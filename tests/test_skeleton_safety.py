@@ -132,6 +132,25 @@ STAYS_SEQUENTIAL = [
      ["best_score, best_x = -1, None\nfor x in xs:\n    sc = f(x) % 5\n"
       "    if sc > best_score:\n        best_score, best_x = sc, x"],
      ("line 4: best_score is written in one iteration and read in a later one",)),
+    ("a change to an item a copy shares with the collection's item",
+     ["rows = [[[x]] for x in xs]",
+      "out = []\nfor r in rows:\n    c = r.copy()\n    c[0].append(f(1))\n"
+      "    out.append(len(c[0]))"],
+     ("line 4: an iteration modifies rows",)),
+    ("a DummyClassifier's score", ["from sklearn.dummy import DummyClassifier\n"
+                                   "import numpy as np\nnp.random.seed(0)\n"
+                                   "X = np.arange(40).reshape(20, 2)\ny = np.arange(20) % 2\n"
+                                   "dummy = DummyClassifier(strategy='stratified').fit(X, y)",
+                                   "scores = []\nfor n in [10, 20]:\n"
+                                   "    scores.append(dummy.score(X[:n], y[:n]) + f(n))"],
+     ("line 3: an iteration draws from NumPy's global random generator",)),
+    ("model classes handed to a function",
+     ["from sklearn.ensemble import RandomForestClassifier, ExtraTreesClassifier\n"
+      "import numpy as np\nX = np.arange(40.).reshape(20, 2)\ny = np.arange(20) % 2\n"
+      "models = {'rf': RandomForestClassifier, 'et': ExtraTreesClassifier}\n"
+      "def run(cls):\n    return cls(n_estimators=3).fit(X, y).score(X, y)",
+      "for name, cls in models.items():\n    print(name, run(cls))"],
+     ("line 2: an iteration draws from NumPy's global random generator",)),
     ("model classes whose dict changed",
      ["from sklearn.linear_model import LogisticRegression\nimport numpy as np\n"
       "from sklearn.tree import DecisionTreeClassifier\n"
@@ -157,6 +176,10 @@ STILL_SCATTERED = [
     ("an accumulator a closure holds", ["def make(l):\n    return lambda: len(l)",
                                         "losses = []\ncount = make(losses)",
                                         "for x in xs:\n    losses.append(f(x))"]),
+    ("a store into a copy of the item", ["rows = [[x] for x in xs]",
+                                         "out = []\nfor r in rows:\n    c = r.copy()\n"
+                                         "    c.append(f(r[0]))\n    c[0] = 0\n"
+                                         "    out.append(sum(c))"]),
 ]
 
 

@@ -101,8 +101,8 @@ class BoundValues:
             return None
         qualified = self.qualify(value)
         if (qualified is None or kb.library_of(qualified) is None
-                or kb.state_set_by_call(qualified) is not None):
-            return None  # a library nb2cwl does not know, or a setting: not that simple
+                or kb.state_set_by_call(qualified) is not None or kb.seed_of(qualified)):
+            return None  # a library nb2cwl does not know, a setting, a seed: not that simple
         return frozenset({qualified})
 
     def callable_items(self, value: nodes.NodeNG) -> frozenset[str] | None:

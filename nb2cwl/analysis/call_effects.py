@@ -77,20 +77,10 @@ class CallEffects:
                 for name in argument.nodes_of_class(nodes.Name):
                     self.state.string_items.pop(name.name, None)
         self._opaque_namespace(node, qualified, line)
-        self._hidden_rng(qualified, node)
-        self._files(node, qualified, line)
         self._library_call(node, qualified, line)
-        if qualified in kb.MUTATING_FUNCTIONS:
-            for position in kb.MUTATING_FUNCTIONS[qualified]:
-                if position < len(node.args):
-                    self.mutate_expr(node.args[position], line, f"{qualified}()")
+        self._qualified_effects(node, qualified, line)
         if isinstance(func, nodes.Attribute) and func.attrname in kb.ARGUMENT_MUTATING_METHODS:
             self._argument_mutating_method(node, func, line)
-        if qualified == "next" and node.args and isinstance(node.args[0], nodes.Name):
-            self.mutate_expr(node.args[0], line, "next() advances the iterator")
-        if qualified and qualified.startswith("numpy.") and qualified.endswith(".at") and (
-                node.args):  # np.add.at(a, i, 1) changes a in place
-            self.mutate_expr(node.args[0], line, f"{qualified}()")
         for keyword in node.keywords or ():
             if keyword.arg == "out":  # numpy's out=: the result is written into that array
                 self.mutate_expr(keyword.value, line, f"out= of {qualified or 'a call'}")
@@ -104,6 +94,22 @@ class CallEffects:
             root = root_name(func)
             if root is not None and root not in self.state.imports:
                 self._run_callable_value(root, line)
+
+    def _qualified_effects(self, node: nodes.Call, qualified: str | None, line: int) -> None:
+        """What a call of the function `qualified` does wherever it is called from (also
+        through a name holding it: `push = heapq.heappush; push(heap, x)`): the draws, the
+        files, the arguments it changes."""
+        self._hidden_rng(qualified, node)
+        self._files(node, qualified, line)
+        if qualified in kb.MUTATING_FUNCTIONS:
+            for position in kb.MUTATING_FUNCTIONS[qualified]:
+                if position < len(node.args):
+                    self.mutate_expr(node.args[position], line, f"{qualified}()")
+        if qualified == "next" and node.args and isinstance(node.args[0], nodes.Name):
+            self.mutate_expr(node.args[0], line, "next() advances the iterator")
+        if qualified and qualified.startswith("numpy.") and qualified.endswith(".at") and (
+                node.args):  # np.add.at(a, i, 1) changes a in place
+            self.mutate_expr(node.args[0], line, f"{qualified}()")
 
     def qualify(self, func: nodes.NodeNG) -> str | None:
         """The dotted name a callee resolves to through imports (`np.save` -> numpy.save)."""
@@ -139,8 +145,7 @@ class CallEffects:
             held = self.state.library_callables.get(name)
             if held is not None:  # make = LogisticRegression; make(...): the library's call
                 for qualified in sorted(held):
-                    self._hidden_rng(qualified, node)
-                    self._files(node, qualified, line)
+                    self._qualified_effects(node, qualified, line)
                 return
             self._run_callable_value(name, line)
             return

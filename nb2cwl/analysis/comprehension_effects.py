@@ -33,6 +33,7 @@ class ComprehensionEffects:
     call: Callable[..., None]
     _run_callable_value: Callable[[str, int], None]
     _file_function_value: Callable[[nodes.NodeNG], None]
+    library_callable_passed: Callable[[nodes.NodeNG], None]
 
     def comprehension(self, node: nodes.NodeNG) -> None:
         """A comprehension: its targets are local to it; everything else is read.
@@ -80,6 +81,7 @@ class ComprehensionEffects:
     def _comp_expr(self, node: nodes.NodeNG, bound: set[str]) -> None:
         if isinstance(node, (nodes.Name, nodes.Attribute)) and root_name(node) not in bound:
             self._file_function_value(node)
+            self.library_callable_passed(node)
         if isinstance(node, nodes.Name):
             if node.name not in bound:
                 self.read(node.name)

@@ -125,6 +125,20 @@ class LibraryEffects:
                         return True
         return False
 
+    def library_callable_passed(self, node: nodes.NodeNG) -> None:
+        """A name holding a library's callables used as a value, not called here (handed to
+        a function, put in a partial): it may be called there with no seed of its own, so it
+        draws as those callables do unseeded."""
+        held = self.state.library_callables.get(node.name) if isinstance(
+            node, nodes.Name) else None
+        parent = node.parent
+        if held is None or (isinstance(parent, nodes.Call) and parent.func is node):
+            return
+        for qualified in sorted(held):
+            library = kb.library_of(qualified)
+            if library is not None and library.draws and not kb.never_draws(qualified):
+                self.draw(library.draws)
+
     def seeded_object(self, value: nodes.NodeNG) -> bool:
         """`model = RandomForestClassifier(random_state=0)`: an object of a library that draws,
         made so that none of its methods draws from a global generator."""

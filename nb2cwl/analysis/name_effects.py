@@ -23,6 +23,10 @@ from nb2cwl.analysis.names import (
 )
 from nb2cwl.analysis.string_values import name_values
 
+#: Types whose copy() copies the data: a copy shares nothing with the original.
+_ARRAYS_AND_FRAMES = frozenset({"numpy.ndarray", ".ndarray", "pandas.DataFrame", "pandas.Series",
+                                "pandas.core.frame.DataFrame", "pandas.core.series.Series"})
+
 if TYPE_CHECKING:
     from nb2cwl.analysis.state import NamespaceState
 
@@ -127,8 +131,9 @@ class NameEffects:
             if other == name or other in state.imports or (
                     state.types.get(other) in kb.SCALAR_TYPES):
                 continue  # a number or a string: nothing to share
-            if self.copies(value, other):  # d = frame.copy(): its items, not its object
-                state.share_items(name, other)
+            if self.copies(value, other):  # d = rows.copy(): its items, not its object
+                if not self.fresh_copy(value, other):
+                    state.share_items(name, other)
                 continue
             if (other not in state.functions and self._shares(value, other)) or (
                     self._shares_default(value, other)):
@@ -164,11 +169,12 @@ class NameEffects:
 
     def copies(self, value: nodes.NodeNG, other: str) -> bool:
         """Whether `value` is a new container of `other`'s items (`other.copy()`,
-        `list(other)`), which a store into it does not change."""
+        `list(other)`), which a store into it does not change. (An array's or a frame's
+        copy shares nothing at all: `fresh_copy`.)"""
         if not isinstance(value, nodes.Call):
             return False
         func = value.func
-        if isinstance(func, nodes.Attribute):  # frame.copy(), frames[i].copy()
+        if isinstance(func, nodes.Attribute):  # rows.copy(), frames[i].copy()
             return (func.attrname in kb.COPYING_METHODS and root_name(func.expr) == other
                     and not chain_has_call(func.expr))
         qualified = self.qualify(func)
@@ -189,6 +195,13 @@ class NameEffects:
                 found.add(other)
                 todo.append(other)
         return found
+
+    def fresh_copy(self, value: nodes.NodeNG, other: str) -> bool:
+        """A copy of an array or a frame (`df.copy()`, `a.copy()`): its data are copied
+        too, so it shares nothing with the original (Python objects in an object column
+        aside)."""
+        return isinstance(value, nodes.Call) and isinstance(value.func, nodes.Attribute) and (
+            self.state.types.get(other) in _ARRAYS_AND_FRAMES)
 
     def mutate(self, name: str, line: int, why: str, itself: bool = False) -> None:
         """The object bound to `name` may be modified in place; `itself`: only that object
@@ -220,8 +233,10 @@ class NameEffects:
             note = f"a change to {name} also changes {member}, which shares its object"
             if member != name and not any(said == note for _, said in self.fx.notes):
                 self.fx.notes.append((line, note))  # once a cell: ax.plot, ax.set_title, ...
-        if not itself:
-            for other in sorted(self.state.item_sharers(name)):
+        if not itself:  # the copies of every name sharing its object hold the items too
+            sharers = set().union(*(self.state.item_sharers(member)
+                                    for member in self.state.alias_group(name)))
+            for other in sorted(sharers - self.state.alias_group(name)):
                 self.mutate(other, line, f"{why} (an item {name} shares with {other}, a copy)",
                             itself=True)
 

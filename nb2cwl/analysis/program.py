@@ -207,8 +207,8 @@ def _analyse_cell(
         and not directives.declared_out
         and not effects.mutates
     )
-    groups = sorted({state.alias_group(n) for n in effects.writes | effects.mutates
-                     if len(state.alias_group(n)) > 1}, key=sorted)
+    groups = sorted({state.hand_off_group(n) for n in effects.writes | effects.mutates
+                     if len(state.hand_off_group(n)) > 1}, key=sorted)
     training = find_training(body, walker.qualify)
     if training is not None and skeleton is not None:
         skeleton = None  # a training loop is distributed by a strategy, not scattered

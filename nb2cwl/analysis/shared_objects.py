@@ -233,7 +233,7 @@ class SharedObjects:
         """
         if not self.hands_on:
             return
-        for member in sorted(self.state.alias_group(name) - {name}):
+        for member in sorted(self.state.hand_off_group(name) - {name}):
             if member not in self.definite:
                 self.fx.reads.add(member)
             self.fx.mutates.add(member)

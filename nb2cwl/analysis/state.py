@@ -117,6 +117,17 @@ class NamespaceState:
                     todo.append(other)
         return frozenset(found - {name})
 
+    def hand_off_group(self, name: str) -> frozenset[str]:
+        """The names handed on together with `name`, in one file, so that what they share
+        stays shared: its aliases, the copies holding the same items, and theirs."""
+        found, todo = set(self.alias_group(name)), list(self.alias_group(name))
+        while todo:
+            for other in self.item_sharing.get(todo.pop(), ()):
+                for member in self.alias_group(other) - found:
+                    found.add(member)
+                    todo.append(member)
+        return frozenset(found)
+
     def unlink(self, name: str) -> None:
         """`name` was rebound: it no longer shares an object with its old group."""
         for other in self.item_sharing.pop(name, ()):

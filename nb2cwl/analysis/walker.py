@@ -148,6 +148,8 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         else:
             self.expression(node.value)
             self.target(target, None)
+            # `groups[0] += [10]`, `w["a"] += 5`: the item itself changes in place too
+            self.mutate_expr(target, node.lineno, "augmented assignment to an item")
 
     def _stmt_Import(self, node: nodes.Import) -> None:
         for name, alias in node.names:
@@ -363,6 +365,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
             return
         if isinstance(node, (nodes.Name, nodes.Attribute)):
             self._file_function_value(node)
+            self.library_callable_passed(node)
         if isinstance(node, nodes.Name):
             self.read(node.name)
             self._uses_up(node)

@@ -15,11 +15,12 @@ SKLEARN = Library(
     settings={"sklearn.set_config": SKLEARN_CONFIG},
     draws=frozenset({"rng:numpy"}),
     # fitting (a forest's bootstrap, a shuffling solver), splitting with shuffle=True,
-    # sampling from a fitted model, a DummyClassifier's predictions; transform, score and the
-    # methods of the arrays its functions return (load_iris, train_test_split) do not
+    # sampling from a fitted model, a DummyClassifier's predictions (and its score, which
+    # predicts); transform and the methods of the arrays its functions return (load_iris,
+    # train_test_split) do not
     drawing_methods=frozenset({"fit", "fit_transform", "fit_predict", "partial_fit", "split",
                                "sample", "fit_resample", "predict", "predict_proba",
-                               "predict_log_proba"}),
+                               "predict_log_proba", "score"}),
     keeping_functions=frozenset({"sklearn.pipeline.make_pipeline", "sklearn.pipeline.make_union",
                                  "sklearn.compose.make_column_transformer"}),
     classes_keep_arguments=True,
