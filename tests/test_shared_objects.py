@@ -116,6 +116,23 @@ SHARED = {
     "an item changed through an alias of the original": (
         ["data = {'a': [1, 2]}", "snapshot = data.copy()\ncurrent = data",
          "current['a'].append(99)", "print(snapshot)"], 3, "snapshot", 2),
+    # a second review: what only looks like an array's copy, and sharing through a rebound name
+    "a copy of a frame's records": (["import pandas as pd\ndf = pd.DataFrame({'a': [1]})\n"
+                                     "recs = df.to_dict('records')", "r = recs.copy()",
+                                     "r[0]['a'] = 99", "print(recs)"], 3, "recs", 2),
+    "a copy of a frame's attrs": (["import pandas as pd\ndf = pd.DataFrame({'a': [1]})\n"
+                                   "df.attrs['tags'] = ['t']", "meta = df.attrs.copy()",
+                                   "meta['tags'].append('new')", "print(df.attrs)"],
+                                  3, "df", 2),
+    "copies sharing items through a name rebound": (["a = [[1], [2]]",
+                                                     "b = a.copy()\nc = list(a)", "a = None",
+                                                     "b[0].append(5)", "print(c)"],
+                                                    4, "c", 3),
+    "a copy of an alias rebound": (["data = [[1]]\nrows = data", "snapshot = rows.copy()",
+                                    "rows = []", "data[0].append(99)", "print(snapshot)"],
+                                   4, "snapshot", 3),
+    "the values of a dict() of a dict": (["x3 = {'a': [1]}", "for v in dict(x3).values():\n"
+                                          "    v.append(9)", "print(x3)"], 2, "x3", 1),
     "a function changing its argument through two names": (
         ["def grow(p):\n    a = p\n    b = a\n    b.append(1)", "data = [[1]]", "grow(data)",
          "print(data)"], 3, "data", 2),

@@ -22,6 +22,7 @@ from nb2cwl.analysis.names import (
     root_name,
 )
 from nb2cwl.analysis.string_values import name_values
+from nb2cwl.analysis.value_types import leaves_arrays
 
 #: Types whose copy() copies the data: a copy shares nothing with the original.
 _ARRAYS_AND_FRAMES = frozenset({"numpy.ndarray", ".ndarray", "pandas.DataFrame", "pandas.Series",
@@ -201,7 +202,8 @@ class NameEffects:
         too, so it shares nothing with the original (Python objects in an object column
         aside)."""
         return isinstance(value, nodes.Call) and isinstance(value.func, nodes.Attribute) and (
-            self.state.types.get(other) in _ARRAYS_AND_FRAMES)
+            self.state.types.get(other) in _ARRAYS_AND_FRAMES
+            and not leaves_arrays(value.func.expr))  # not df.attrs.copy(): a dict
 
     def mutate(self, name: str, line: int, why: str, itself: bool = False) -> None:
         """The object bound to `name` may be modified in place; `itself`: only that object

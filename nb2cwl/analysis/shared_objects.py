@@ -55,6 +55,7 @@ class SharedObjects:
     # provided by the effect walker
     qualify: Callable[[nodes.NodeNG], str | None]
     type_of: Callable[[nodes.NodeNG], str | None]
+    builtin_source: Callable[[nodes.NodeNG], nodes.Call | None]
 
     def call_roots(self, call: nodes.Call) -> set[str]:
         """Names whose objects a call's result may hold: what the notebook's function returns
@@ -98,6 +99,9 @@ class SharedObjects:
             if func.attrname in FRESH_RESULT_METHODS and not chain_has_attribute(func.expr,
                                                                                  "style"):
                 return set()
+            inner = self.builtin_source(func.expr)
+            if inner is not None:  # dict(x).values(): the items of what dict() was given
+                return of([a for a in inner.args if not only_keys(a)])
             root = root_name(func.expr)
             if root is None or root in self.state.imports or root in _SHELL_NAMES:
                 return set()

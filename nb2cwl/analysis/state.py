@@ -129,13 +129,20 @@ class NamespaceState:
         return frozenset(found)
 
     def unlink(self, name: str) -> None:
-        """`name` was rebound: it no longer shares an object with its old group."""
-        for other in self.item_sharing.pop(name, ()):
+        """`name` was rebound: it no longer shares an object with its old group. What held
+        the same items through it still does: its copies, its old object's other names."""
+        former = self.item_sharing.pop(name, frozenset())
+        for other in former:
             rest = self.item_sharing.get(other, frozenset()) - {name}
             if rest:
                 self.item_sharing[other] = rest
             else:
                 self.item_sharing.pop(other, None)
+        still = sorted(set(former) | (self.alias_group(name) - {name}))
+        if former:
+            for position, a in enumerate(still):
+                for b in still[position + 1:]:
+                    self.share_items(a, b)
         group = self.aliases.pop(name, None)
         if group is None:
             return

@@ -69,6 +69,8 @@ class ValueTypes:
             method_or_item = (not isinstance(value, nodes.Call)
                               or isinstance(value.func, nodes.Attribute))
             if root and self.state.types.get(root) in CONTAINERS_OF_KNOWN and method_or_item:
+                if leaves_arrays(value):
+                    return None  # df.to_dict(), a.tolist(), df.attrs: Python objects
                 return self.state.types[root]
         if isinstance(value, nodes.Call):
             qualified = self.qualify(value.func)
@@ -80,3 +82,23 @@ class ValueTypes:
             if qualified and qualified.startswith("pandas.read_"):
                 return "pandas.DataFrame"
         return None
+
+
+#: Methods and attributes of arrays and frames whose result is not one: Python objects (lists,
+#: dicts, tuples, numbers) whose copies share their items.
+_PYTHON_RESULTS = frozenset({
+    "tolist", "to_list", "to_dict", "to_records", "to_json", "to_string", "to_csv",
+    "to_markdown", "to_html", "item", "items", "keys", "attrs", "shape", "dtypes", "dtype",
+    "ndim", "size", "flags", "nbytes", "columns", "index", "strides"})
+
+
+def leaves_arrays(value: nodes.NodeNG) -> bool:
+    """Whether the chain `value` (`df.to_dict("list")["a"]`) passes through a method or an
+    attribute whose result is no longer an array or a frame."""
+    node = value
+    while isinstance(node, (nodes.Attribute, nodes.Subscript, nodes.Call)):
+        if isinstance(node, nodes.Attribute) and node.attrname in _PYTHON_RESULTS:
+            return True
+        node = (node.expr if isinstance(node, nodes.Attribute)
+                else node.func if isinstance(node, nodes.Call) else node.value)
+    return False
