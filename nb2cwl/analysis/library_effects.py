@@ -132,7 +132,9 @@ class LibraryEffects:
         held = self.state.library_callables.get(node.name) if isinstance(
             node, nodes.Name) else None
         parent = node.parent
-        if held is None or (isinstance(parent, nodes.Call) and parent.func is node):
+        handed = (isinstance(parent, nodes.Call) and parent.func is not node) or isinstance(
+            parent, (nodes.Keyword, nodes.Starred))  # run(cls), partial(cls, n=3)
+        if held is None or not handed:
             return
         for qualified in sorted(held):
             library = kb.library_of(qualified)

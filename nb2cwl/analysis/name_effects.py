@@ -235,7 +235,7 @@ class NameEffects:
             note = f"a change to {name} also changes {member}, which shares its object"
             if member != name and not any(said == note for _, said in self.fx.notes):
                 self.fx.notes.append((line, note))  # once a cell: ax.plot, ax.set_title, ...
-        if not itself:  # the copies of every name sharing its object hold the items too
+        if not itself and self.state.item_sharing:  # copies hold the items too
             sharers = set().union(*(self.state.item_sharers(member)
                                     for member in self.state.alias_group(name)))
             for other in sorted(sharers - self.state.alias_group(name)):
@@ -333,4 +333,3 @@ def _at_call(changes: list) -> list:
     from dataclasses import replace
 
     return [replace(change, line=0) for change in changes]
-

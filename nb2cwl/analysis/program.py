@@ -207,8 +207,8 @@ def _analyse_cell(
         and not directives.declared_out
         and not effects.mutates
     )
-    groups = sorted({state.hand_off_group(n) for n in effects.writes | effects.mutates
-                     if len(state.hand_off_group(n)) > 1}, key=sorted)
+    handed = {state.hand_off_group(n) for n in effects.writes | effects.mutates}
+    groups = sorted((group for group in handed if len(group) > 1), key=sorted)
     training = find_training(body, walker.qualify)
     if training is not None and skeleton is not None:
         skeleton = None  # a training loop is distributed by a strategy, not scattered

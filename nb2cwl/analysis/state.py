@@ -120,7 +120,10 @@ class NamespaceState:
     def hand_off_group(self, name: str) -> frozenset[str]:
         """The names handed on together with `name`, in one file, so that what they share
         stays shared: its aliases, the copies holding the same items, and theirs."""
-        found, todo = set(self.alias_group(name)), list(self.alias_group(name))
+        group = self.alias_group(name)
+        if not self.item_sharing or not any(m in self.item_sharing for m in group):
+            return group  # no copies: as most names, with no work per member
+        found, todo = set(group), list(group)
         while todo:
             for other in self.item_sharing.get(todo.pop(), ()):
                 for member in self.alias_group(other) - found:
