@@ -95,7 +95,11 @@ STAYS_SEQUENTIAL = [
      ("no knowledge of",)),
     ("TensorFlow objects per item", ["import tensorflow as tf",
                                      "r = [float(tf.reduce_sum(tf.ones(x))) for x in xs]"],
-     ("cannot be saved",)),
+     ("does not scatter yet", "on a GPU claim all its memory")),
+    ("a TensorFlow variable made before the loop",
+     ["import tensorflow as tf\ntotal = tf.Variable(0.0)",
+      "r = [float(total.assign_add(f(x))) for x in xs]"],
+     ("uses total, made before the loop (tensorflow)", "cannot be saved")),
     ("figures drawn per item", ["import matplotlib.pyplot as plt",
                                 "figs = []\nfor x in xs:\n    figs.append(plt.figure())\n"
                                 "    plt.plot([f(x)])"], ("figures",)),

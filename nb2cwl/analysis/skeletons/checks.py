@@ -123,14 +123,14 @@ _GLOBAL_GENERATORS = {"rng:numpy": "NumPy's global random generator",
 
 def check_effects(fx, local: set[str], accumulators: set[str], line: int,
                   types: dict[str, str] | None = None,
-                  iterables: tuple[nodes.NodeNG, ...] = ()) -> None:
+                  iterables: tuple[nodes.NodeNG, ...] = (),
+                  state: NamespaceState | None = None) -> None:
     """The effects no scatter can keep: raises Stop with the first hazard found. A change
     to the collection (through an item) is named before what an item may hold."""
     types = types or {}
     for library in kb.LIBRARIES:
         if library.family in fx.families and library.uncarried_values:
-            raise Stop(line, "uncarried_values", f"an iteration uses {library.family}: "
-                             f"{library.uncarried_values}, so other processes cannot have them")
+            _framework(fx, library, local | accumulators, line, state)
     if fx.rng:
         which = " and ".join(_GLOBAL_GENERATORS.get(r, r) for r in sorted(fx.rng))
         first = min(fx.rng_lines.get(r) or line for r in fx.rng)  # the first draw's line
@@ -165,6 +165,26 @@ def check_effects(fx, local: set[str], accumulators: set[str], line: int,
                    f"an iteration modifies {shared[0]}, which all iterations share")
     if escaped:
         raise Stop(line, "global_rebind", f"an iteration rebinds the global {escaped[0]}")
+
+
+def _framework(fx, library: kb.Library, local: set[str], line: int,
+               state: NamespaceState | None) -> None:
+    """A loop using a framework whose objects cannot cross processes (TensorFlow): a hazard
+    where the items use such an object made before the loop; otherwise a limit (each process
+    would start the framework anew, and on a GPU claim all its memory)."""
+    made_before = sorted(
+        name for name in fx.reads - local
+        if state is not None and name not in state.imports
+        and library.family in state.families.get(name, ())) if state is not None else ["?"]
+    if made_before:
+        what = f"{made_before[0]}, made before the loop" if state is not None else "objects"
+        raise Stop(line, "uncarried_values",
+                   f"an iteration uses {what} ({library.family}): "
+                   f"{library.uncarried_values}, so other processes cannot have them")
+    raise Stop(line, "framework_process",
+               f"an iteration uses {library.family}, which nb2cwl does not scatter yet: each "
+               "process would start it anew, with its own random state, and on a GPU claim "
+               "all its memory")
 
 
 def fresh_targets(targets: tuple[nodes.NodeNG, ...],

@@ -143,7 +143,7 @@ def comprehension(
     stateful_callees(elements, state, bound, node.lineno)
     walker = isolated(elements, iterables, state, bound, infer, targets=target_nodes)
     fx = walker.fx
-    check_effects(fx, bound, set(), node.lineno, state.types, iterables)
+    check_effects(fx, bound, set(), node.lineno, state.types, iterables, state)
     # dict keys are hashable, so in practice immutable: sharing them cannot be observed
     results = [node.value] if isinstance(node, nodes.DictComp) else (
         [node.elt] if not isinstance(node, nodes.Call) else [])

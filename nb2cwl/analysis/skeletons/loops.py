@@ -97,7 +97,7 @@ def loop(stmt: nodes.For, state: NamespaceState, cell_index: int, piece: Piece,
                    f"a function the loop calls reads {indirect[0]}, which "
                    "earlier iterations change")
     check_effects(fx, bound | locals_, set(accumulators), stmt.lineno, state.types,
-                  tuple(iterables))
+                  tuple(iterables), state)
     check_shared_results(accumulated_values(body, set(accumulators)), bound, stmt.lineno,
                           walker, locals_ | fresh_targets(tuple(target_nodes),
                                                           tuple(iterables)))

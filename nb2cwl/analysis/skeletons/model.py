@@ -128,6 +128,9 @@ HAZARDS: dict[str, Hazard] = {
         "an argument before the loop runs code that the gather would run after the items",
         "compute that argument on the line before"),
     "unsupported": Hazard("a form nb2cwl does not scatter yet", None, limit=True),
+    "framework_process": Hazard(
+        "uses a framework (TensorFlow, Keras) that each process would start anew; not "
+        "scattered yet", None, limit=True),
     "cell_writes_files": Hazard(
         "the loop's cell also writes files, which a scattered cell cannot hand on yet",
         "write the files in a cell of their own, after the loop's cell", limit=True),
