@@ -236,9 +236,8 @@ class NameEffects:
             if member != name and not any(said == note for _, said in self.fx.notes):
                 self.fx.notes.append((line, note))  # once a cell: ax.plot, ax.set_title, ...
         if not itself and self.state.item_sharing:  # copies hold the items too
-            sharers = set().union(*(self.state.item_sharers(member)
-                                    for member in self.state.alias_group(name)))
-            for other in sorted(sharers - self.state.alias_group(name)):
+            sharers = self.state.hand_off_group(name) - self.state.alias_group(name)
+            for other in sorted(sharers):
                 self.mutate(other, line, f"{why} (an item {name} shares with {other}, a copy)",
                             itself=True)
 

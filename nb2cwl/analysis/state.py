@@ -107,16 +107,6 @@ class NamespaceState:
         self.item_sharing[a] = self.item_sharing.get(a, frozenset()) | {b}
         self.item_sharing[b] = self.item_sharing.get(b, frozenset()) | {a}
 
-    def item_sharers(self, name: str) -> frozenset[str]:
-        """The names that hold items `name` holds, through copies of copies."""
-        found, todo = {name}, [name]
-        while todo:
-            for other in self.item_sharing.get(todo.pop(), ()):
-                if other not in found:
-                    found.add(other)
-                    todo.append(other)
-        return frozenset(found - {name})
-
     def hand_off_group(self, name: str) -> frozenset[str]:
         """The names handed on together with `name`, in one file, so that what they share
         stays shared: its aliases, the copies holding the same items, and theirs."""

@@ -260,8 +260,8 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
     _stmt_AsyncFor = _stmt_For
 
     def _scalar_loop_variables(self, node: nodes.For, bound_before: set[str]) -> None:
-        """`for seed in range(8)`: the variable is a number, which shares nothing (unless
-        the name held something else before, which an empty loop would leave there)."""
+        """`for seed in range(8)`: a number, sharing nothing; `for k, cls in models.items()`:
+        a constant key and a library's class (unless the name held something else before)."""
         if self.function_mode:
             return
         callables, keys = callable_loop_items(node.target, node.iter, self.state)

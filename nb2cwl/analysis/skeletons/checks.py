@@ -45,27 +45,26 @@ def isolated(parts: list[nodes.NodeNG], iterables: tuple[nodes.NodeNG, ...],
         types=dict(state.types), aliases=copy.copy(state.aliases),
         item_sharing=dict(state.item_sharing), file_functions=set(state.file_functions),
         star_imports=list(state.star_imports), families=dict(state.families),
-        immutable_items=set(state.immutable_items), seeded=set(state.seeded))
+        immutable_items=set(state.immutable_items), seeded=set(state.seeded),
+        library_callables=dict(state.library_callables),
+        callable_collections=dict(state.callable_collections))
     for name in accumulators:
         scratch.unlink(name)
     for target, iterable in zip(targets, iterables, strict=False):
         for name, roots in item_bindings(target, iterable).items():
             for root in roots - set(state.imports):
                 scratch.link(name, root)
-    for name in scalar_items(targets, iterables, state):
-        scratch.types[name] = SCALAR
-        scratch.unlink(name)
-    scratch.library_callables = dict(state.library_callables)
-    scratch.callable_collections = dict(state.callable_collections)
+    scalars = scalar_items(targets, iterables, state)
     for target, iterable in zip(targets, iterables, strict=False):
         callables, keys = callable_loop_items(target, iterable, state)
+        scalars |= keys  # the constant keys of a dict of a library's classes
         for name, held in callables.items():  # for name, cls in models.items(): cls()
             scratch.unlink(name)
             scratch.library_callables[name] = held
             scratch.families[name] = frozenset(filter(None, map(kb.family_of, held)))
-        for name in keys:
-            scratch.types[name] = SCALAR
-            scratch.unlink(name)
+    for name in scalars:
+        scratch.types[name] = SCALAR
+        scratch.unlink(name)
     walker = EffectWalker(scratch, -1, infer)
     walker.hands_on = False  # what the results hold is check_shared_results' question
     walker.definite |= bound
