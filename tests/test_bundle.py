@@ -194,6 +194,26 @@ def test_bundle_validates_with_cwltool_and_streamflow(ext_bundle: Path, tmp_path
     assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
 
 
+def test_packing_from_many_threads_at_once_gives_whole_files(tmp_path: Path) -> None:
+    """The Jupyter server packs a run's workflow as it starts and again when it is downloaded,
+    each in its own thread: every packed file is whole and the same as one packed alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from nb2cwl.backends.bundle import write_packed
+
+    notebook = _external_notebook(tmp_path / "project")
+    assert main([str(notebook), "-o", str(tmp_path / "out"), "--granularity", "cell"]) == 0
+    workflow = tmp_path / "out" / "workflow.cwl"
+    write_packed(workflow, tmp_path / "alone.cwl")
+    alone = (tmp_path / "alone.cwl").read_text()
+    targets = [tmp_path / "packed" / f"{i % 4}.cwl" for i in range(24)]  # some share a target
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda target: write_packed(workflow, target), targets))
+    assert sorted(p.name for p in (tmp_path / "packed").iterdir()) == [f"{i}.cwl" for i in range(4)]
+    for target in set(targets):
+        assert target.read_text() == alone
+
+
 def test_export_never_overwrites_without_force(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     notebook = tmp_path / "linear_pipeline.ipynb"

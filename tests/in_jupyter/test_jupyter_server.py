@@ -186,9 +186,9 @@ async def test_the_downloads_are_valid(jp_fetch: Any, jp_root_dir: Path, tmp_pat
         files[kind].write_bytes(response.body)
     assert response.headers["Content-Type"].startswith("text/plain")
     cwltool = Path(sys.executable).parent / "cwltool"
-    checked = subprocess.run([str(cwltool), "--validate", str(files["cwl"])],
+    checked = subprocess.run([str(cwltool), "--debug", "--validate", str(files["cwl"])],
                              capture_output=True, text=True, check=False)
-    assert checked.returncode == 0, checked.stderr[-2000:]
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
     bundle = tmp_path / "bundle"
     with zipfile.ZipFile(files["crate"]) as archive:
         archive.extractall(bundle)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import tempfile
+import threading
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -58,9 +60,17 @@ def write_cwl(path: Path, document: dict[str, Any]) -> None:
     yaml = YAML()
     yaml.default_flow_style = False
     yaml.width = 4096  # the bootstrap is one long line: keep it on one
-    with path.open("w", encoding="utf-8") as handle:
-        handle.write("#!/usr/bin/env cwl-runner\n")
-        yaml.dump(document, handle)
+    # written beside and renamed: a reader (a download while it is written) never sees half
+    fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write("#!/usr/bin/env cwl-runner\n")
+            yaml.dump(document, handle)
+        os.chmod(partial, 0o644)  # as open() makes it, not mkstemp's 0600
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.unlink(partial)
 
 
 _SAFE_NAME = re.compile(r"^[^\n\r\\]+$")
@@ -85,6 +95,13 @@ def _zip(root: Path, output: Path) -> int:
     return len(files)
 
 
+# cwl_utils' pack reads each tool with one module-wide ruamel parser, which two threads at once
+# (the Jupyter server packs a run's workflow when it starts and when it is downloaded) corrupt
+_PACKING = threading.Lock()
+
+
 def write_packed(workflow: Path, target: Path) -> None:
     """The workflow `workflow` (workflow.cwl) with every tool packed in, as one file."""
-    write_cwl(target, pack(str(workflow)))
+    with _PACKING:
+        packed = pack(str(workflow))
+    write_cwl(target, packed)
