@@ -350,6 +350,23 @@ for name, cls in seeded_classes.items():
     model = cls(random_state=0).fit(Xtr, ytr)
     seeded_class_scores[name] = round(model.score(Xte, yte) + simulate(len(name)), 4)
 seeded_class_scores""",
+    "metric_handed_to_a_helper": """\
+def evaluate(metric, model):
+    model.fit(Xtr, ytr)
+    return metric(yte, model.predict(Xte))
+
+
+by_metric = []
+for depth in [2, 3, 4]:
+    by_metric.append(evaluate(accuracy_score, DecisionTreeClassifier(max_depth=depth,
+                                                                      random_state=0)))
+print(by_metric)""",
+    "best_by_key_function": """\
+best_params = []
+for i in range(4):
+    trial = {c: simulate(i * 10 + c) for c in [1, 2, 3]}
+    best_params.append(max(trial, key=trial.get))
+best_params""",
 }
 
 #: name -> (a cell whose loop's order or process changes a result, the hazard nb2cwl names).
@@ -473,4 +490,25 @@ squares = []
 for n in [1, 2, 1, 2]:
     squares.append(slow_square(n))
 slow_square.cache_info().hits""", "stateful_decorator"),
+    "helper_calls_a_mutating_callable": ("""\
+def log_into(record, entry):
+    record.append(entry)
+
+
+def run_logged(log_fn, record, name):
+    log_fn(record, name)
+    return simulate(len(record))
+
+
+run_log = []
+logged = []
+for name in ["lr", "tree", "knn"]:
+    logged.append(run_logged(log_into, run_log, name))
+logged""", "shared_mutation"),
+    "bound_method_mapped": ("""\
+seen_ids = []
+mapped = []
+for i in range(3):
+    mapped.append(len(list(map(seen_ids.append, [i, i + 1]))) + simulate(len(seen_ids)))
+mapped""", "shared_mutation"),
 }

@@ -1,6 +1,7 @@
 """Effects that happen where no call names them: a class body's statements, which run when
-the class is defined, and a function that touches files handed on as a value (`map(pd.read_csv,
-files)`, `partial(open, mode="w")`, `reader = open`)."""
+the class is defined, a function that touches files handed on as a value (`map(pd.read_csv,
+files)`, `partial(open, mode="w")`, `reader = open`), and a callable handed to a call that
+calls it (`apply(push, acc)`, `map(results.append, xs)`)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,84 @@ def test_a_file_function_kept_for_later_is_not_resolved_where_mapped(tmp_path):
     df = flow(tmp_path, ["import pandas as pd\nfiles = ['a.csv']",
                          "m = map(pd.read_csv, files)", "frames = list(m)"])
     assert effects(df, 2).opaque_io
+
+
+APPLY = "import random\ndef apply(fn, x):\n    fn(x)\n    return len(x)"
+HANDED = [
+    # the notebook's function calls what it is given, with what it is given
+    ([APPLY, "def push(v):\n    v.append(1)", "acc = []", "n = apply(push, acc)"], "acc"),
+    ([APPLY, "acc = []", "n = apply(lambda v: v.append(1), acc)"], "acc"),
+    ([APPLY, "acc = [[1]]", "n = apply(list.reverse, acc[0])"], "acc"),
+    ([APPLY, "acc = [3, 1]", "n = apply(acc.sort, None)"], "acc"),  # a bound method's object
+    ([APPLY, "import functools\ndef push(v, w):\n    v.append(w)", "acc = []",
+      "n = apply(functools.partial(push, acc), 1)"], "acc"),
+    # handed on again, or called through the items of a parameter
+    ([APPLY, "def twice(fn, x):\n    apply(fn, x)\n    return apply(fn, x)",
+      "def push(v):\n    v.append(1)", "acc = []", "n = twice(push, acc)"], "acc"),
+    (["def run_all(fns, x):\n    for f in fns:\n        f(x)\n    fns[0](x)",
+      "def push(v):\n    v.append(1)", "acc = []", "run_all([push], acc)"], "acc"),
+    # a global handed to the callable by the function's body
+    (["G = []", "def each(fn):\n    fn(G)", "def push(v):\n    v.append(1)", "each(push)"], "G"),
+    # a library's higher-order functions
+    (["def push(v):\n    v.append(1)", "rows = [[1], [2]]", "n = len(list(map(push, rows)))"],
+     "rows"),
+    (["acc = []", "n = len(list(map(acc.append, range(3))))"], "acc"),
+    (["from concurrent.futures import ThreadPoolExecutor\nacc = []",
+      "with ThreadPoolExecutor() as pool:\n    list(pool.map(acc.append, range(3)))"], "acc"),
+    (["import heapq\nheap = []", "list(map(heapq.heappush, [heap], [1]))"], "heap"),
+    # kept in a name first
+    (["acc = []\nadd = acc.append", "n = len(list(map(add, range(3))))"], "acc"),
+    (["import functools\ndef push(v, w):\n    v.append(w)", "acc = []",
+      "p = functools.partial(push, acc)", "n = len(list(map(p, range(3))))"], "acc"),
+]
+
+
+@pytest.mark.parametrize("cells, changed", HANDED)
+def test_a_callable_handed_to_a_call_changes_what_it_is_called_with(tmp_path, cells, changed):
+    """Before, none of these was seen: a loop around them was scattered, and each process
+    changed its own copy."""
+    assert changed in effects(flow(tmp_path, cells), len(cells) - 1).mutates
+
+
+@pytest.mark.parametrize("cells, rng", [
+    ([APPLY, "deck = [1, 2, 3]", "n = apply(random.shuffle, deck)"], "rng:random"),
+    (["import numpy as np\nrows = [np.arange(3)]", "list(map(np.random.shuffle, rows))"],
+     "rng:numpy"),
+])
+def test_a_drawing_function_handed_to_a_call_draws(tmp_path, cells, rng):
+    fx = effects(flow(tmp_path, cells), len(cells) - 1)
+    assert rng in fx.rng and fx.mutates
+
+
+@pytest.mark.parametrize("cells", [
+    # what is handed changes nothing it is called with
+    ([APPLY, "import numpy as np\nX = np.arange(3.0)", "m = apply(np.mean, X)"]),
+    ([APPLY, "def total(v):\n    return sum(v)", "X = [1, 2]", "m = apply(total, X)"]),
+    ([APPLY, "X = [1, 2]", "m = apply(lambda v: v * 2, X)"]),
+    (["scores = {'a': 1}", "best = max(scores, key=scores.get)"]),
+    # a function that never calls what it is given
+    (["def describe(fn, x):\n    return f'{fn.__name__}: {len(x)}'",
+      "def push(v):\n    v.append(1)", "X = [1]", "text = describe(push, X)"]),
+    # data, not methods
+    (["import numpy as np\nX = np.arange(3.0)\nlog = []", "print(X.shape, X.T)"]),
+])
+def test_a_callable_handed_on_that_changes_nothing_changes_nothing(tmp_path, cells):
+    fx = effects(flow(tmp_path, cells), len(cells) - 1)
+    assert not fx.mutates and not fx.rng
+
+
+PICK = "def pick(fn, x):\n    return fn(x)"
+
+
+@pytest.mark.parametrize("cells", [
+    [PICK, "data = [[1]]", "first = pick(lambda v: v, data)\nfirst.append(2)"],
+    [PICK, "data = [[1], [2]]", "best = pick(max, data)\nbest.append(3)"],
+    [PICK, "def same(v):\n    return v", "data = [1]", "got = pick(same, data)\ngot.append(2)"],
+])
+def test_what_a_function_returns_from_a_handed_callable_may_be_what_it_handed(tmp_path, cells):
+    """`return fn(x)`: x comes back when fn returns what it is given, so a change to the
+    result changes x."""
+    assert "data" in effects(flow(tmp_path, cells), len(cells) - 1).mutates
 
 
 CELLS = [

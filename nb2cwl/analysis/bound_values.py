@@ -40,6 +40,7 @@ class BoundValues:
     syntactic_type: Callable[[nodes.NodeNG], str | None]
     qualify: Callable[[nodes.NodeNG], str | None]
     held_effects: Callable[[nodes.NodeNG], Effects | None]
+    changed_by_calling: Callable[[nodes.NodeNG], frozenset[str] | None]
     seeded_object: Callable[[nodes.NodeNG], bool]
     _strings: Callable[[nodes.NodeNG | None], frozenset[str] | None]
 
@@ -78,6 +79,9 @@ class BoundValues:
         held = self.held_effects(value) if not isinstance(value, nodes.Lambda) else None
         if held is not None:
             state.held_calls[name] = held
+        changed = self.changed_by_calling(value)
+        if changed is not None:
+            state.changing_callables[name] = changed
         if isinstance(value, nodes.Call) and self.qualify(value.func) in kb.WEAK_REFERENCES:
             tag = f"object:{name}"
             state.families[name] = state.families.get(name, frozenset()) | {tag}

@@ -58,6 +58,7 @@ class CallEffects:
     _files: Callable[[nodes.Call, str | None, int], None]
     magic_call: Callable[[nodes.Call, int], bool]
     builtin_source: Callable[[nodes.NodeNG], nodes.Call | None]
+    handed_callables: Callable[[nodes.Call, int], None]
 
     def call(self, node: nodes.Call, bound: set[str] | None = None) -> None:
         """A call: reads, then what the callee is known to do."""
@@ -94,6 +95,7 @@ class CallEffects:
             root = root_name(func)
             if root is not None and root not in self.state.imports:
                 self._run_callable_value(root, line)
+        self.handed_callables(node, line)
 
     def _qualified_effects(self, node: nodes.Call, qualified: str | None, line: int) -> None:
         """What a call of the function `qualified` does wherever it is called from (also

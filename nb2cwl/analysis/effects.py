@@ -120,3 +120,8 @@ class FunctionSummary:
     mutates_class: bool = False  # for classes: a method changes the class's own attributes
     attribute_effects: frozenset[str] = frozenset()  # for classes: properties with effects
     iterates_code: bool = False  # for classes: __iter__/__next__/__getitem__ run its code
+    called_params: frozenset[str] = frozenset()  # parameters it calls or hands to a call
+    called_globals: frozenset[str] = frozenset()  # globals it hands along with them
+    #: (parameter, name) pairs: a call of that parameter, given that name's object (another
+    #: parameter's or a global's), is returned (`return metric(y_true, pred)`)
+    returns_through: frozenset[tuple[str, str]] = frozenset()

@@ -21,10 +21,13 @@ class LibraryEffects:
 
     fx: Effects
     state: NamespaceState
+    function_mode: bool
+    locals: set[str]
 
     # provided by the effect walker
     qualify: Callable[[nodes.NodeNG], str | None]
     mutate_expr: Callable[[nodes.NodeNG, int, str], None]
+    local_reach: Callable[..., set[str]]
 
     def _library_call(self, node: nodes.Call, qualified: str | None, line: int) -> None:
         """A call into a library: the state it changes, seeds, and libraries unknown."""
@@ -181,7 +184,10 @@ class LibraryEffects:
             self.draw({"rng:numpy"})
         if root in self.state.seeded or self.seeded_object(receiver):
             return
-        for family in self.state.families.get(root, ()):
+        globals_ = {root}
+        if self.function_mode and root in self.locals:  # a parameter `model`: not the global
+            globals_ = {t for t in self.local_reach(root) if t not in self.locals}  # of its name
+        for family in sorted({f for name in globals_ for f in self.state.families.get(name, ())}):
             for library in kb.LIBRARIES:
                 if library.family == family and (library.drawing_methods is None
                                                   or method in library.drawing_methods):

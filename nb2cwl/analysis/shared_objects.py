@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
-from nb2cwl.analysis.effects import Effects
+from nb2cwl.analysis.effects import Effects, FunctionSummary
+from nb2cwl.analysis.handed_callables import bound_argument
 from nb2cwl.analysis.names import (
     BUILTIN_NAMES,
     ELEMENT_SHARING_BUILTINS,
@@ -56,6 +57,7 @@ class SharedObjects:
     qualify: Callable[[nodes.NodeNG], str | None]
     type_of: Callable[[nodes.NodeNG], str | None]
     builtin_source: Callable[[nodes.NodeNG], nodes.Call | None]
+    may_return_arguments: Callable[[nodes.NodeNG], bool]
 
     def call_roots(self, call: nodes.Call) -> set[str]:
         """Names whose objects a call's result may hold: what the notebook's function returns
@@ -83,7 +85,7 @@ class SharedObjects:
                     found |= of([keyword.value])
             if summary.is_class and summary.mutable_defaults & summary.retains:
                 found.add(func.name)  # instances share the class's default value
-            return found
+            return found | self._returned_through(call, summary, of)
         if isinstance(func, nodes.Name) and func.name in ELEMENT_SHARING_BUILTINS | {
                 "map", "filter", "iter", "functools.partial", "partial"}:
             return of([a for a in arguments if not only_keys(a)])
@@ -114,6 +116,27 @@ class SharedObjects:
                 and func.name not in BUILTIN_NAMES):  # a callable value: a partial, a closure
             return of(arguments) | {func.name}
         return set()
+
+    def _returned_through(self, call: nodes.Call, summary: FunctionSummary,
+                          of: Callable[[list[nodes.NodeNG]], set[str]]) -> set[str]:
+        """What the function returns from calls of its parameters (`return metric(y, p)`):
+        only where what the call hands it may return what it is given (not a metric of a
+        library, a function returning a number)."""
+        starred = any(isinstance(a, nodes.Starred) for a in call.args) or any(
+            k.arg is None for k in call.keywords or ())
+        found: set[str] = set()
+        for param, root in sorted(summary.returns_through):
+            handed = None if starred else bound_argument(call, summary, param)
+            if handed is not None and not self.may_return_arguments(handed):
+                continue
+            if root not in summary.param_names:
+                found.add(root)  # a global handed to it
+            elif starred:
+                found |= of([*call.args, *(k.value for k in call.keywords or ())])
+            else:
+                given = bound_argument(call, summary, root)
+                found |= of([given]) if given is not None else set()
+        return found
 
     def roots_of(self, value: nodes.NodeNG) -> set[str]:
         """Names whose objects `value` may hold (see names.value_roots and call_roots); a

@@ -78,6 +78,9 @@ class NamespaceState:
     callable_collections: dict[str, frozenset[str]] = field(default_factory=dict)
     #: objects of a library that draws, made with their own seed (or that never draw)
     seeded: set[str] = field(default_factory=set)
+    #: a name holding a callable that changes what it is given or holds (`partial(push,
+    #: acc)`, `add = results.append`): the names whose objects a call of it may change
+    changing_callables: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def forget_strings_of(self, name: str) -> None:
         """`name` may be bound to another string, or its list hold others, from here on."""
@@ -161,3 +164,4 @@ class NamespaceState:
         self.seeded.discard(name)
         self.library_callables.pop(name, None)
         self.callable_collections.pop(name, None)
+        self.changing_callables.pop(name, None)

@@ -17,7 +17,7 @@ from astroid.const import Context
 
 from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects, FunctionSummary
-from nb2cwl.analysis.names import root_name, value_roots
+from nb2cwl.analysis.names import BUILTIN_NAMES, root_name, value_roots
 from nb2cwl.analysis.state import NamespaceState
 
 if TYPE_CHECKING:
@@ -70,8 +70,9 @@ def summarize_function(
     generator = isinstance(node, nodes.FunctionDef) and node.is_generator()
     positional, mutable = _defaults(args)
     roots: set[str] = set()
+    through: set[tuple[str, str]] = set()
     for value in returned:
-        roots |= _returned_roots(value, walker, node)
+        roots |= _returned_roots(value, walker, node, through)
     retained = _retained(node, set(params)) if isinstance(node, nodes.FunctionDef) else set()
     return FunctionSummary(
         name, cell_index, walker.fx, tuple(params), frozenset(walker.param_mutations),
@@ -79,18 +80,42 @@ def summarize_function(
         mutable_defaults=mutable,
         returns=frozenset(r for r in roots if r not in local_names),
         returns_params=frozenset(roots & set(params)), retains=frozenset(retained),
-        mutates_class=walker.class_mutated)
+        mutates_class=walker.class_mutated,
+        called_params=frozenset(walker.called_params & set(seen)),  # an outer one's too
+        called_globals=frozenset(walker.called_globals),
+        returns_through=frozenset((p, r) for p, r in through
+                                  if r in params or r not in local_names))
 
 
 def _returned_roots(value: nodes.NodeNG, walker: EffectWalker,
-                    function: nodes.FunctionDef | nodes.Lambda) -> set[str]:
+                    function: nodes.FunctionDef | nodes.Lambda,
+                    through: set[tuple[str, str]]) -> set[str]:
     """Names (globals or parameters) whose objects a return statement may hand back: what
     the value holds (through the calls it makes: `Recorder(data)`, `helper(data)`), and the
-    outer names a returned closure refers to (`return lambda: len(items)`)."""
-    direct = walker.roots_of(value) | _closure_roots(value, function)
+    outer names a returned closure refers to (`return lambda: len(items)`). What a call of a
+    parameter returns (`return metric(y_true, pred)`) goes to `through` as (parameter, name
+    handed to it): the caller knows what the parameter is."""
+    params = set(walker.params)
+    handed: set[tuple[str, str]] = set()
+
+    def call_roots(call: nodes.Call) -> set[str]:
+        func = call.func
+        if not (isinstance(func, nodes.Name) and func.name in params):
+            return walker.call_roots(call)
+        for arg in [*call.args, *(k.value for k in call.keywords or ())]:
+            arg = arg.value if isinstance(arg, nodes.Starred) else arg
+            handed.update((func.name, r) for r in value_roots(arg, call_roots))
+        return set()
+
+    def kept(root: str) -> bool:  # as walker.roots_of: a builtin holds nothing of the notebook's
+        return root not in BUILTIN_NAMES or root in walker.state.bound or root in walker.locals
+
+    direct = {r for r in value_roots(value, call_roots) if kept(r)} | _closure_roots(
+        value, function)
     roots = set()
     for root in direct:
         roots |= walker.local_reach(root)
+    through.update((p, t) for p, r in handed if kept(r) for t in walker.local_reach(r))
     return roots
 
 
@@ -211,7 +236,8 @@ def summarize_class(
         positional=init.positional[1:], mutable_defaults=init.mutable_defaults,
         retains=init.retains - drop, mutates_class=mutates_class,
         attribute_effects=frozenset(attribute_effects),
-        iterates_code=bool(methods & _ITERATION_METHODS))
+        iterates_code=bool(methods & _ITERATION_METHODS),
+        called_params=init.called_params - drop, called_globals=init.called_globals)
 
 
 def _class_body_statement(stmt: nodes.NodeNG, node: nodes.ClassDef, outer: EffectWalker) -> None:

@@ -24,6 +24,7 @@ from nb2cwl.analysis.callable_items import callable_loop_items
 from nb2cwl.analysis.comprehension_effects import ComprehensionEffects
 from nb2cwl.analysis.effects import Effects, FunctionSummary
 from nb2cwl.analysis.file_effects import FileEffects, looks_like_path
+from nb2cwl.analysis.handed_callables import HandedCallables
 from nb2cwl.analysis.library_effects import LibraryEffects
 from nb2cwl.analysis.magic_effects import MagicEffects
 from nb2cwl.analysis.name_effects import NameEffects
@@ -41,7 +42,8 @@ TypeInferrer = Callable[[nodes.NodeNG], "str | None"]
 
 
 class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEffects,
-                   ComprehensionEffects, LibraryEffects, MagicEffects, FileEffects, ValueTypes):
+                   HandedCallables, ComprehensionEffects, LibraryEffects, MagicEffects,
+                   FileEffects, ValueTypes):
     """Walks statements in order and accumulates their Effects."""
 
     def __init__(
@@ -63,6 +65,8 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         self.locals: set[str] = set(local_names or ())
         self.params = param_names
         self.param_mutations: set[str] = set()
+        self.called_params: set[str] = set()  # parameters called or handed on (a summary's)
+        self.called_globals: set[str] = set()  # globals handed along with them
         self.local_aliases: dict[str, set[str]] = {}
         self.local_item_sharing: dict[str, set[str]] = {}  # d = param.copy()
         self.item_roots: dict[str, set[str]] = {}  # comprehension variable -> its collections
@@ -352,7 +356,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         returned, registered, called): its effects count as the outer function's, those on
         the outer function's parameters included (a decorator factory filling a registry)."""
         self.apply_effects(summary.effects, f"call of {summary.name}")
-        self.param_mutations |= summary.param_mutations & set(self.params)
+        self.merge_parameter_use(summary)
 
     def _outer_locals(self) -> set[str]:
         return set(self.locals) if self.function_mode else set()
@@ -385,7 +389,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
                 self.mutate(mutated, node.lineno, "lambda")
             self.draw(summary.effects.rng)
             if self.function_mode:
-                self.param_mutations |= summary.param_mutations & set(self.params)
+                self.merge_parameter_use(summary)
         elif isinstance(node, (nodes.ListComp, nodes.SetComp, nodes.DictComp,
                                nodes.GeneratorExp)):
             self.comprehension(node)

@@ -47,7 +47,8 @@ def isolated(parts: list[nodes.NodeNG], iterables: tuple[nodes.NodeNG, ...],
         star_imports=list(state.star_imports), families=dict(state.families),
         immutable_items=set(state.immutable_items), seeded=set(state.seeded),
         library_callables=dict(state.library_callables),
-        callable_collections=dict(state.callable_collections))
+        callable_collections=dict(state.callable_collections),
+        changing_callables=dict(state.changing_callables))
     for name in accumulators:
         scratch.unlink(name)
     for target, iterable in zip(targets, iterables, strict=False):
