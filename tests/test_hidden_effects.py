@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from test_analysis import effects, flow, make_notebook
 
+from nb2cwl.analysis.shared_objects import PANDAS_COPIES_ON_WRITE
+
 CLASS_BODIES = [
     (["import numpy as np", "class C:\n    noise = np.random.rand(3)"], "rng", "rng:numpy"),
     (["import pandas as pd", "class C:\n    data = pd.read_csv('data.csv')"], "file_reads",
@@ -83,6 +85,7 @@ def test_a_file_function_kept_for_later_is_not_resolved_where_mapped(tmp_path):
 
 
 APPLY = "import random\ndef apply(fn, x):\n    fn(x)\n    return len(x)"
+PUSH = "def push(v):\n    v.append(1)"
 HANDED = [
     # the notebook's function calls what it is given, with what it is given
     ([APPLY, "def push(v):\n    v.append(1)", "acc = []", "n = apply(push, acc)"], "acc"),
@@ -105,7 +108,24 @@ HANDED = [
     (["from concurrent.futures import ThreadPoolExecutor\nacc = []",
       "with ThreadPoolExecutor() as pool:\n    list(pool.map(acc.append, range(3)))"], "acc"),
     (["import heapq\nheap = []", "list(map(heapq.heappush, [heap], [1]))"], "heap"),
-    # kept in a name first
+    # kept in a name first, in a container, chosen, unpacked, a default
+    ([APPLY, PUSH, "acc = []\nf = push", "n = apply(f, acc)"], "acc"),
+    (["def fire(cbs, x):\n    for cb in cbs:\n        cb(x)", PUSH,
+      "acc = []\ncallbacks = [push]", "fire(callbacks, acc)"], "acc"),
+    ([APPLY, PUSH, "acc = []\nops = {'push': push}", "n = apply(ops['push'], acc)"], "acc"),
+    ([APPLY, PUSH, "acc = []\nargs = (push, acc)", "n = apply(*args)"], "acc"),
+    ([APPLY, PUSH, "acc = []\nkw = {'fn': push, 'x': acc}", "n = apply(**kw)"], "acc"),
+    ([APPLY, PUSH, "acc = []", "n = apply(push if len(acc) >= 0 else print, acc)"], "acc"),
+    ([PUSH, "def apply_to(x, fn=push):\n    fn(x)", "acc = []", "apply_to(acc)"], "acc"),
+    (["def run_all(fns, xs):\n    return [f(x) for f in fns for x in xs]", PUSH,
+      "rows = [[1], [2]]", "n = len(run_all([push], rows))"], "rows"),
+    (["class Runner:\n    def __init__(self, fn):\n        self.fn = fn\n"
+      "    def run(self, x):\n        self.fn(x)", PUSH, "acc = []", "Runner(push).run(acc)"],
+     "acc"),
+    # globals the function hands through its own names
+    (["ROWS = [[1], [2]]", "def each(fn):\n    for row in ROWS:\n        fn(row)", PUSH,
+      "each(push)"], "ROWS"),
+    (["G = []", "def each(fn):\n    x = G\n    fn(x)", PUSH, "each(push)"], "G"),
     (["acc = []\nadd = acc.append", "n = len(list(map(add, range(3))))"], "acc"),
     (["import functools\ndef push(v, w):\n    v.append(w)", "acc = []",
       "p = functools.partial(push, acc)", "n = len(list(map(p, range(3))))"], "acc"),
@@ -138,12 +158,43 @@ def test_a_drawing_function_handed_to_a_call_draws(tmp_path, cells, rng):
     # a function that never calls what it is given
     (["def describe(fn, x):\n    return f'{fn.__name__}: {len(x)}'",
       "def push(v):\n    v.append(1)", "X = [1]", "text = describe(push, X)"]),
+    # a library class the function seeds; a pure method kept in a name
+    (["from sklearn.ensemble import RandomForestClassifier",
+      "def make(Model, depth):\n    return Model(max_depth=depth, random_state=0)",
+      "m = make(RandomForestClassifier, 3)"]),
+    (["import numpy as np\nfrom sklearn.linear_model import LinearRegression\n"
+      "X = np.arange(6.0).reshape(3, 2)\ny = np.arange(3.0)\n"
+      "model = LinearRegression().fit(X, y)\npredict = model.predict",
+      "def evaluate(fn, X):\n    return float(fn(X).sum())", "s = evaluate(predict, X)"]),
+    # a callable changing only its first argument, handed copies and slices after it
+    (["import numpy as np\nfrom sklearn.base import clone\n"
+      "from sklearn.tree import DecisionTreeClassifier\nX = np.arange(40.0).reshape(20, 2)\n"
+      "y = np.arange(20) % 2\nmodels = {'t': DecisionTreeClassifier(random_state=0)}",
+      "def train(m, Xp, yp):\n    m.fit(Xp, yp)\n    return m",
+      "def cross_validate(train_fn, model, X, y):\n    scores = []\n    for k in range(3):\n"
+      "        m = clone(model)\n        train_fn(m, X[k::3], y[k::3])\n"
+      "        scores.append(m.score(X, y))\n    return scores",
+      "s = cross_validate(train, models['t'], X, y)"]),
     # data, not methods
     (["import numpy as np\nX = np.arange(3.0)\nlog = []", "print(X.shape, X.T)"]),
 ])
 def test_a_callable_handed_on_that_changes_nothing_changes_nothing(tmp_path, cells):
     fx = effects(flow(tmp_path, cells), len(cells) - 1)
     assert not fx.mutates and not fx.rng
+
+
+def test_a_handed_callable_changes_what_it_is_handed_where_it_changes_it(tmp_path):
+    cells = ["def apply2(fn, a, b):\n    fn(a, b)", "def push(v, w):\n    v.append(w)",
+             "acc = []\nitem = [1]", "apply2(push, acc, item)"]
+    assert effects(flow(tmp_path, cells), 3).mutates == {"acc"}
+
+
+@pytest.mark.skipif(not PANDAS_COPIES_ON_WRITE, reason="pandas before 3 may hand views")
+def test_a_function_pandas_applies_changes_pieces_not_the_frame(tmp_path):
+    cells = ["import pandas as pd\ndf = pd.DataFrame({'k': [1, 1, 2], 'a': [1.0, 2.0, 3.0]})",
+             "def fix(piece):\n    piece['a'] = 0\n    return piece",
+             "rows = df.apply(fix, axis=1)\ngroups = df.groupby('k').transform(fix)"]
+    assert "df" not in effects(flow(tmp_path, cells), 2).mutates
 
 
 PICK = "def pick(fn, x):\n    return fn(x)"

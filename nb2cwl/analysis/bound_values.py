@@ -40,7 +40,7 @@ class BoundValues:
     syntactic_type: Callable[[nodes.NodeNG], str | None]
     qualify: Callable[[nodes.NodeNG], str | None]
     held_effects: Callable[[nodes.NodeNG], Effects | None]
-    changed_by_calling: Callable[[nodes.NodeNG], frozenset[str] | None]
+    changed_by_calling: Callable[[nodes.NodeNG], tuple[bool, frozenset[str]] | None]
     seeded_object: Callable[[nodes.NodeNG], bool]
     _strings: Callable[[nodes.NodeNG | None], frozenset[str] | None]
 

@@ -34,6 +34,7 @@ class ComprehensionEffects:
     _run_callable_value: Callable[[str, int], None]
     _file_function_value: Callable[[nodes.NodeNG], None]
     library_callable_passed: Callable[[nodes.NodeNG], None]
+    handed_callables: Callable[[nodes.Call, int], None]
 
     def comprehension(self, node: nodes.NodeNG) -> None:
         """A comprehension: its targets are local to it; everything else is read.
@@ -100,6 +101,7 @@ class ComprehensionEffects:
             if not shadowed:
                 self.call(node, bound)
                 return
+            self.handed_callables(node, node.lineno or 0)  # [f(x) for f in fns]: fns called
             if isinstance(node.func, nodes.Name) and not self.function_mode:
                 # h() for h in handlers: an item of the collection runs
                 for item in sorted(self.item_roots.get(node.func.name, ())):

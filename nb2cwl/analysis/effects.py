@@ -121,7 +121,9 @@ class FunctionSummary:
     attribute_effects: frozenset[str] = frozenset()  # for classes: properties with effects
     iterates_code: bool = False  # for classes: __iter__/__next__/__getitem__ run its code
     called_params: frozenset[str] = frozenset()  # parameters it calls or hands to a call
-    called_globals: frozenset[str] = frozenset()  # globals it hands along with them
+    #: (called parameter, position or -1 when not known, parameter or global handed there)
+    called_with: frozenset[tuple[str, int, str]] = frozenset()
+    seeded_params: frozenset[str] = frozenset()  # called ones it always calls with a seed
     #: (parameter, name) pairs: a call of that parameter, given that name's object (another
     #: parameter's or a global's), is returned (`return metric(y_true, pred)`)
     returns_through: frozenset[tuple[str, str]] = frozenset()

@@ -8,18 +8,23 @@ from what is handed:
 
 - a notebook function, class or lambda: the parameters its summary says it changes;
 - a library function: the knowledge tables (`random.shuffle`, `heapq.heappush`; a global
-  generator it draws from);
+  generator it draws from, unless the function it is handed to seeds every call of it);
 - a method: bound to a notebook value, as a call of that method would (`d.get` changes
   nothing, `results.append` changes results); of a builtin type, its first argument
   (`list.append`);
-- `partial(push, acc)` written in the call: push, with acc handed too.
+- `partial(push, acc)`: push, with acc handed too; a list, tuple or dict of callables, or
+  either side of `push if c else log`: any of them.
 
-The same holds for a name bound to one of these (`add = results.append`, then
-`pool.map(add, xs)`); a closure made by a function is not followed (docs/limits.md).
-
-A notebook function's summary says which of its parameters it calls or hands on
-(`called_params`) and which globals it hands to them (`called_globals`): a function that
-never calls what it is given (`fit(model, X)`) changes nothing through it.
+The same holds for a name bound to one of these (`f = push`, `add = results.append`,
+`ops = {"push": push}`, `args = (push, acc)` handed as `apply(*args)`); a closure made by a
+function is not followed (docs/limits.md). A notebook function's summary says which of its
+parameters it calls or hands on (`called_params`), what it hands them at which position
+(`called_with`: its parameters' and globals' objects) and which it always calls with a seed
+(`seeded_params`): a function that never calls what it is given (`fit(model, X)`) changes
+nothing through it, and one handed `train(model, X)` that changes only its first argument
+changes only what the function hands it first. A parameter whose
+default is such a callable (`def apply(x, fn=push)`) changes what the body hands it. pandas'
+`apply`, `transform`, `agg`, ... hand pieces of their frame, which copy-on-write keeps apart.
 """
 
 from __future__ import annotations
@@ -29,12 +34,14 @@ from collections.abc import Callable, Iterator
 from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
+from nb2cwl.analysis.called_parameters import CalledParameters, call_values
 from nb2cwl.analysis.effects import Effects, FunctionSummary
 from nb2cwl.analysis.names import BUILTIN_NAMES, ELEMENT_SHARING_BUILTINS, root_name
 from nb2cwl.analysis.state import NamespaceState
 
 #: Builtin types whose unbound methods (`list.append`) change their first argument.
-_BUILTIN_TYPES = frozenset({"list", "dict", "set", "bytearray", "collections.deque"})
+_BUILTIN_TYPES = frozenset({"list", "dict", "set", "bytearray", "tuple", "str", "int", "float",
+                            "frozenset"})
 _PARTIAL = frozenset({"functools.partial", "partial"})
 #: Builtins besides ELEMENT_SHARING_BUILTINS whose result holds their arguments' objects.
 _HANDING_BUILTINS = frozenset({"map", "filter", "iter"})
@@ -43,9 +50,12 @@ _HANDING_BUILTINS = frozenset({"map", "filter", "iter"})
 _METHODS = kb.MUTATING_METHODS | frozenset(kb.ARGUMENT_MUTATING_METHODS) | frozenset().union(
     *kb.TYPE_MUTATING_METHODS.values(),
     *(library.drawing_methods or () for library in kb.LIBRARIES))
+#: Of those, the ones that may change their own object (not `model.predict`).
+_CHANGING_METHODS = _METHODS - kb.PURE_METHODS
+_CONTAINERS = (nodes.List, nodes.Tuple, nodes.Set)
 
 
-class HandedCallables:
+class HandedCallables(CalledParameters):
     """Mixin for the effect walker: the effects of callables handed to calls."""
 
     fx: Effects
@@ -53,9 +63,6 @@ class HandedCallables:
     function_mode: bool
     locals: set[str]
     params: tuple[str, ...]
-    param_mutations: set[str]
-    called_params: set[str]
-    called_globals: set[str]
 
     # provided by the effect walker
     mutate: Callable[..., None]
@@ -64,7 +71,6 @@ class HandedCallables:
     draw: Callable[..., None]
     _method_call: Callable[[nodes.Call, nodes.Attribute, int], None]
     _notebook_method: Callable[[str], bool]
-    local_reach: Callable[..., set[str]]
     _seed_given: Callable[[nodes.Call], nodes.NodeNG | None]
 
     def handed_callables(self, node: nodes.Call, line: int) -> None:
@@ -73,40 +79,80 @@ class HandedCallables:
         if self.function_mode:
             self._record_called_params(node)
         summary = self._callee_summary(node)
+        values = call_values(node)
+        receiver = node.func.expr if isinstance(node.func, nodes.Attribute) else None
+        if isinstance(receiver, nodes.Call) and any(
+                self._changes_arguments(a) for a in call_values(receiver)):
+            for value in values:  # Runner(push).run(acc): run may call push with acc
+                for root in sorted(self._changeable(value)):
+                    self.mutate(root, line, f"{node.func.as_string()}() may call what "
+                                            f"{receiver.func.as_string()}() was given")
+        if receiver is not None and (root_name(receiver) in (None, *self.state.imports)
+                                     or self._hands_pieces(node.func)):
+            receiver = None
         for argument, parameter in _arguments(node, summary):
-            if summary is not None and parameter is not None and (
-                    parameter not in summary.called_params):
+            known = summary is not None and parameter is not None
+            if known and parameter not in summary.called_params:
                 continue  # the notebook's function never calls what it is given there
-            others = [a for a in _values(node) if a is not argument]
-            if isinstance(node.func, nodes.Attribute) and root_name(node.func.expr) not in (
-                    None, *self.state.imports):
-                others.append(node.func.expr)  # df.apply(f), rows.sort(key=f): its items
-            callee = node.func.as_string()
-            self._handed(argument, others, line, f"{callee}() may call "
-                                                 f"{argument.as_string()}, which changes")
-            if summary is not None and self._changes_arguments(argument):
-                for name in sorted(summary.called_globals):
-                    self.mutate(name, line, f"{callee}() hands {name} to "
-                                            f"{argument.as_string()}, which changes it")
+            others = [] if known else [a for a in values if a is not argument]
+            if receiver is not None:
+                others.append(receiver)  # rows.sort(key=f), obj.run(f): its items
+            why = f"{node.func.as_string()}() may call {argument.as_string()}, which changes"
+            seeded = known and parameter in summary.seeded_params
+            self._handed(argument, others, line, why, seeded)
+            if known and self._changes_arguments(argument):
+                self._handed_through(node, summary, parameter, argument, line, why)
 
-    def merge_parameter_use(self, summary: FunctionSummary) -> None:
-        """A nested function's or lambda's changes to this function's parameters, and the
-        parameters it calls, are this function's."""
-        self.param_mutations |= summary.param_mutations & set(self.params)
-        self.called_params |= summary.called_params & set(self.params)
-        self.called_globals |= summary.called_globals - self.locals
+    def _handed_through(self, node: nodes.Call, summary: FunctionSummary, parameter: str,
+                        argument: nodes.NodeNG, line: int, why: str) -> None:
+        """What the notebook's function hands the callable it gets as `parameter`, at the
+        positions the callable changes: its other arguments, globals."""
+        positions = self._changed_positions(argument)
+        for called, position, root in sorted(summary.called_with):
+            if called != parameter or not (positions is None or position < 0
+                                           or position in positions):
+                continue
+            if root not in summary.param_names:
+                if root not in self.state.functions:
+                    self.mutate(root, line, f"{why} {root}")
+                continue
+            given = bound_argument(node, summary, root)
+            for target in sorted(self._changeable(given) if given is not None else ()):
+                self.mutate(target, line, f"{why} its argument")
+
+    def _changed_positions(self, argument: nodes.NodeNG) -> set[int] | None:
+        """The positions of the arguments a call of the handed value changes (None: any)."""
+        summary = None
+        if isinstance(argument, nodes.Lambda):
+            from nb2cwl.analysis.summaries import summarize_function
+
+            summary = summarize_function(argument, self.state, -1, set())
+        elif isinstance(argument, nodes.Name) and (
+                argument.name not in self.state.changing_callables):
+            summary = self.state.functions.get(argument.name)
+        if summary is not None:
+            if summary.param_mutations - set(summary.positional):
+                return None  # *args, keyword-only
+            return {i for i, p in enumerate(summary.positional) if p in summary.param_mutations}
+        qualified = self._library_function(argument)
+        if qualified is not None:
+            return {0} if qualified == "next" else set(kb.MUTATING_FUNCTIONS.get(qualified, ()))
+        if isinstance(argument, nodes.Attribute) and isinstance(argument.expr, nodes.Name) and (
+                self._builtin_type(argument.expr.name)):
+            return {0}  # list.append(acc, x)
+        return None
 
     def _handed(self, argument: nodes.NodeNG, others: list[nodes.NodeNG], line: int,
                 why: str, seeded: bool = False) -> None:
         if isinstance(argument, nodes.Call) and self.qualify(argument.func) in _PARTIAL and (
                 argument.args):  # partial(push, acc): acc is handed to push too
             inner = argument.args[0]
-            self._handed(inner, [*others, *(a for a in _values(argument) if a is not inner)],
-                         line, why, seeded=self._seed_given(argument) is not None)
+            self._handed(inner, [*others, *(a for a in call_values(argument) if a is not inner)],
+                         line, why, seeded or self._seed_given(argument) is not None)
             return
-        if isinstance(argument, (nodes.List, nodes.Tuple, nodes.Set)):
-            for element in argument.elts:  # run_all([push, log], acc)
-                self._handed(element, others, line, why)
+        if isinstance(argument, (*_CONTAINERS, nodes.Dict, nodes.IfExp, nodes.BoolOp)):
+            for part in _parts(argument):  # run_all([push, log], acc), push if c else log
+                self._handed(part, others, line, why, seeded)
             return
         if isinstance(argument, nodes.Attribute) and self._bound_method(argument) and (
                 argument.attrname in _METHODS or self._notebook_method(argument.attrname)):
@@ -126,30 +172,26 @@ class HandedCallables:
                 self.draw({kb.RNG_STATE[module]})  # called with no seed of its own
             elif library is not None and library.draws and not kb.never_draws(qualified):
                 self.draw(library.draws)
-        if isinstance(argument, nodes.Name) and argument.name in self.state.changing_callables:
-            for held in sorted(self.state.changing_callables[argument.name]):
-                self.mutate(held, line, f"{why} {held}")  # add = results.append: results
+        for held in sorted(self._held_changed(argument)):
+            self.mutate(held, line, f"{why} {held}")  # add = results.append: results
         if self._changes_arguments(argument):
             for other in others:
-                for root in sorted(self.roots_of(other)):
+                for root in sorted(self._changeable(other)):
                     self.mutate(root, line, f"{why} its argument")
 
-    def changed_by_calling(self, value: nodes.NodeNG) -> frozenset[str] | None:
-        """For a value bound to a name: when it is a callable that changes what it is given
-        or what it holds (`partial(push, acc)`, `results.append`, `[push, log]`), the names
-        whose objects it holds (acc, results); otherwise None."""
-        parts = value.elts if isinstance(value, (nodes.List, nodes.Tuple, nodes.Set)) else [
-            value]
-        changing = False
-        for part in parts:
-            if isinstance(part, nodes.Attribute) and self._bound_method(part):
-                changing |= part.attrname in _METHODS or self._notebook_method(part.attrname)
-            elif isinstance(part, nodes.Call) and self.qualify(part.func) in _PARTIAL:
-                changing |= self._changes_arguments(part)
-        if not changing:
-            return None
-        return frozenset(r for r in self.roots_of(value)
-                         if r not in self.state.functions and r not in self.state.imports)
+    def _changeable(self, value: nodes.NodeNG) -> set[str]:
+        """The names whose objects a value holds, but the notebook's functions and modules
+        (`apply(fn, x)` hands x to fn, not fn)."""
+        return {r for r in self.roots_of(value)
+                if r not in self.state.functions and r not in self.state.imports}
+
+    def changed_by_calling(self, value: nodes.NodeNG) -> tuple[bool, frozenset[str]] | None:
+        """For a value bound to a name: whether calling it (or one of the callables it holds)
+        may change what it is given, and the names whose objects a call changes besides
+        (`results.append`: results; `partial(push, acc)`: acc); None when neither."""
+        given = self._changes_arguments(value)
+        held = self._held_changed(value)
+        return (given, frozenset(held)) if given or held else None
 
     def _changes_arguments(self, argument: nodes.NodeNG) -> bool:
         """Whether calling the handed value may change what it is called with."""
@@ -159,8 +201,9 @@ class HandedCallables:
             from nb2cwl.analysis.summaries import summarize_function
 
             return bool(summarize_function(argument, self.state, -1, set()).param_mutations)
-        if isinstance(argument, (nodes.List, nodes.Tuple, nodes.Set)):
-            return any(self._changes_arguments(e) for e in argument.elts)  # [push, log]
+        if isinstance(argument, (*_CONTAINERS, nodes.Dict, nodes.IfExp, nodes.BoolOp,
+                                 nodes.Starred)):
+            return any(self._changes_arguments(part) for part in _parts(argument))
         qualified = self._library_function(argument)
         if qualified is not None:
             return qualified in kb.MUTATING_FUNCTIONS or qualified == "next"
@@ -168,30 +211,71 @@ class HandedCallables:
             receiver = argument.expr
             if isinstance(receiver, nodes.Name) and self._builtin_type(receiver.name):
                 return argument.attrname in kb.MUTATING_METHODS  # list.append(acc, x)
-            return argument.attrname in kb.ARGUMENT_MUTATING_METHODS and (
-                self._bound_method(argument))  # rng.shuffle
-        if not isinstance(argument, nodes.Name):
-            return False
-        name = argument.name
-        if self.function_mode and name in self.locals:
+            if self._bound_method(argument):
+                return argument.attrname in kb.ARGUMENT_MUTATING_METHODS  # rng.shuffle
+        name = self._held_name(argument)
+        if name is None:
             return False
         if name in self.state.changing_callables:
-            return True
+            return self.state.changing_callables[name][0]
         summary = self.state.functions.get(name)
         if summary is not None:
             return bool(summary.param_mutations)
         held = self.state.library_callables.get(name)
         return held is not None and any(q in kb.MUTATING_FUNCTIONS for q in held)
 
+    def _held_changed(self, value: nodes.NodeNG) -> set[str]:
+        """The names whose objects calling `value` changes besides what it is given: a
+        bound method's object, what a partial (or a tuple beside its callable) hands it."""
+        found: set[str] = set()
+        if isinstance(value, nodes.Attribute) and self._bound_method(value) and (
+                value.attrname in _CHANGING_METHODS or self._notebook_method(value.attrname)):
+            found.add(root_name(value.expr) or "")
+        elif isinstance(value, nodes.Call) and self.qualify(value.func) in _PARTIAL and (
+                value.args):
+            inner = value.args[0]
+            found |= self._held_changed(inner)
+            if self._changes_arguments(inner):
+                for bound in call_values(value)[1:]:
+                    found |= self.roots_of(bound)
+        elif isinstance(value, (*_CONTAINERS, nodes.Dict, nodes.IfExp, nodes.BoolOp)):
+            parts = _parts(value)
+            for part in parts:
+                found |= self._held_changed(part)
+            if any(self._changes_arguments(part) for part in parts):
+                for part in parts:  # args = (push, acc): apply(*args) hands acc to push
+                    found |= self.roots_of(part)
+        else:
+            name = self._held_name(value)
+            if name is not None and name in self.state.changing_callables:
+                found |= self.state.changing_callables[name][1]
+        return {r for r in found if r and r not in self.state.functions
+                and r not in self.state.imports}
+
+    def _held_name(self, value: nodes.NodeNG) -> str | None:
+        """The global a value is, or is an item of (`f`, `ops["push"]`)."""
+        while isinstance(value, nodes.Subscript):
+            value = value.value
+        if not isinstance(value, nodes.Name) or (self.function_mode
+                                                 and value.name in self.locals):
+            return None
+        return value.name
+
     def may_return_arguments(self, argument: nodes.NodeNG) -> bool:
         """Whether calling the handed value may return (an object holding) what it is given;
         as the analysis reads a call of it written out (`call_roots`)."""
-        if isinstance(argument, nodes.Name) and not (
-                self.function_mode and argument.name in self.locals):
+        summary = None
+        if isinstance(argument, nodes.Lambda):
+            from nb2cwl.analysis.summaries import summarize_function
+
+            summary = summarize_function(argument, self.state, -1, set())
+        elif isinstance(argument, nodes.Name) and not (
+                self.function_mode and argument.name in self.locals) and (
+                argument.name not in self.state.changing_callables):
             summary = self.state.functions.get(argument.name)
-            if summary is not None:
-                return bool(summary.returns_params or summary.retains
-                            or summary.returns_through or summary.is_class)
+        if summary is not None:
+            return bool(summary.returns_params or summary.retains
+                        or summary.returns_through or summary.is_class)
         qualified = self._library_function(argument)
         if qualified is None:
             return True  # a lambda, a bound method, a callable value: it may
@@ -218,9 +302,17 @@ class HandedCallables:
         return not (isinstance(argument.expr, nodes.Name) and self._builtin_type(root))
 
     def _builtin_type(self, name: str) -> bool:
-        return name in BUILTIN_NAMES and name not in self.state.bound and not (
-            self.function_mode and name in self.locals) and (
-            name in _BUILTIN_TYPES or name in ("tuple", "str", "int", "float", "frozenset"))
+        return name in _BUILTIN_TYPES and name not in self.state.bound and not (
+            self.function_mode and name in self.locals)
+
+    def _hands_pieces(self, func: nodes.Attribute) -> bool:
+        """`df.apply(f)`, `df.groupby(k).transform(f)`: f gets pieces of the frame, which
+        pandas' copy-on-write keeps apart from it (see shared_objects)."""
+        from nb2cwl.analysis.shared_objects import PANDAS_COPIES_ON_WRITE
+
+        root = root_name(func.expr)
+        return PANDAS_COPIES_ON_WRITE and func.attrname in kb.PIECE_METHODS and (
+            "pandas" in self.state.families.get(root or "", ()))
 
     def _callee_summary(self, node: nodes.Call) -> FunctionSummary | None:
         """The notebook function (or class) called, if it is one."""
@@ -229,31 +321,20 @@ class HandedCallables:
             return None
         return self.state.functions.get(func.name)
 
-    def _record_called_params(self, node: nodes.Call) -> None:
-        """In a function body: a parameter called (`fn(x)`, `fns[0](x)`) or handed to a
-        call, and the globals handed along with it."""
-        called = root_name(node.func) if isinstance(
-            node.func, (nodes.Name, nodes.Subscript)) else None
-        handed = [a.name for a in _values(node) if isinstance(a, nodes.Name)]
-        if called is not None:
-            handed.append(called)  # fn(x), fns[0](x), and `for f in fns: f(x)`
-        reached = {target for name in handed if name in self.locals
-                   for target in self.local_reach(name)} & set(self.params)
-        if not reached:
-            return
-        self.called_params |= reached
-        for other in _values(node):
-            for root in self.roots_of(other):
-                if root not in self.locals:
-                    self.called_globals.add(root)
-
-
-def _values(node: nodes.Call) -> list[nodes.NodeNG]:
-    """The call's arguments, starred ones as what they unpack."""
-    found = []
-    for argument in [*node.args, *(k.value for k in node.keywords or ())]:
-        found.append(argument.value if isinstance(argument, nodes.Starred) else argument)
-    return found
+def _parts(node: nodes.NodeNG) -> list[nodes.NodeNG]:
+    """The callables a container or a choice may hand on: its items (a dict's values), the
+    two sides of `a if c else b`, the operands of `a or b`, what a starred name unpacks."""
+    if isinstance(node, _CONTAINERS):
+        return list(node.elts)
+    if isinstance(node, nodes.Dict):
+        return [value for _, value in node.items]
+    if isinstance(node, nodes.IfExp):
+        return [node.body, node.orelse]
+    if isinstance(node, nodes.BoolOp):
+        return list(node.values)
+    if isinstance(node, nodes.Starred):
+        return [node.value]
+    return [node]
 
 
 def bound_argument(call: nodes.Call, summary: FunctionSummary, param: str,
@@ -272,17 +353,21 @@ def bound_argument(call: nodes.Call, summary: FunctionSummary, param: str,
 
 def _arguments(node: nodes.Call, summary: FunctionSummary | None,
                ) -> Iterator[tuple[nodes.NodeNG, str | None]]:
-    """Each argument and the notebook function's parameter it fills (None: not known)."""
+    """Each argument and the notebook function's parameter it fills (None: not known, as
+    for what `*args` and `**kwargs` unpack)."""
     starred = any(isinstance(a, nodes.Starred) for a in node.args) or any(
         k.arg is None for k in node.keywords or ())
     for position, argument in enumerate(node.args):
         if isinstance(argument, nodes.Starred):
+            yield argument.value, None  # apply(*args): what it unpacks
             continue
         parameter = None
         if summary is not None and not starred and position < len(summary.positional):
             parameter = summary.positional[position]
         yield argument, parameter
     for keyword in node.keywords or ():
-        if keyword.arg is not None:  # one that **kwargs takes: not known
-            named = summary is not None and not starred and keyword.arg in summary.param_names
-            yield keyword.value, keyword.arg if named else None
+        if keyword.arg is None:
+            yield keyword.value, None  # apply(**kw)
+            continue
+        named = summary is not None and not starred and keyword.arg in summary.param_names
+        yield keyword.value, keyword.arg if named else None

@@ -38,7 +38,7 @@ def _pandas_major() -> int:
 _SHELL_NAMES = frozenset({"get_ipython", "display"})
 
 #: From pandas 3 on, copy-on-write is always on: a column or slice is never a view.
-_PANDAS_COPIES_ON_WRITE = _pandas_major() >= 3
+PANDAS_COPIES_ON_WRITE = _pandas_major() >= 3
 
 
 class SharedObjects:
@@ -165,7 +165,7 @@ class SharedObjects:
         if other in self.state.immutable_items:
             return False  # its items are numbers or strings: sharing them changes nothing
         # pandas 3 copies on write: what is derived from a frame never changes the frame
-        return not (known in ("pandas.DataFrame", "pandas.Series") and _PANDAS_COPIES_ON_WRITE)
+        return not (known in ("pandas.DataFrame", "pandas.Series") and PANDAS_COPIES_ON_WRITE)
 
     def holds_itself(self, value: nodes.NodeNG) -> bool:
         """A value that holds the frame or series it comes from itself, not a copy

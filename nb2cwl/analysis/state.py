@@ -78,9 +78,10 @@ class NamespaceState:
     callable_collections: dict[str, frozenset[str]] = field(default_factory=dict)
     #: objects of a library that draws, made with their own seed (or that never draw)
     seeded: set[str] = field(default_factory=set)
-    #: a name holding a callable that changes what it is given or holds (`partial(push,
-    #: acc)`, `add = results.append`): the names whose objects a call of it may change
-    changing_callables: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: a name holding a callable that changes what it is given or holds (`f = push`,
+    #: `partial(push, acc)`, `add = results.append`): whether a call changes what it is
+    #: given, and the names whose objects it changes besides
+    changing_callables: dict[str, tuple[bool, frozenset[str]]] = field(default_factory=dict)
 
     def forget_strings_of(self, name: str) -> None:
         """`name` may be bound to another string, or its list hold others, from here on."""

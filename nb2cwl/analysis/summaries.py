@@ -56,6 +56,7 @@ def summarize_function(
     seen = [*params, *(p for p in outer_params if p not in own_locals and p not in params)]
     walker = EffectWalker(state, cell_index, None, local_names, tuple(seen))
     walker.owner_class = owner_class
+    walker.changing_defaults = _changing_defaults(args, EffectWalker(state, cell_index))
     if isinstance(node, nodes.Lambda):
         walker.expression(node.body)
         returned = [node.body]
@@ -82,7 +83,8 @@ def summarize_function(
         returns_params=frozenset(roots & set(params)), retains=frozenset(retained),
         mutates_class=walker.class_mutated,
         called_params=frozenset(walker.called_params & set(seen)),  # an outer one's too
-        called_globals=frozenset(walker.called_globals),
+        called_with=frozenset(walker.called_with),
+        seeded_params=frozenset(walker.called_params - walker.unseeded_params),
         returns_through=frozenset((p, r) for p, r in through
                                   if r in params or r not in local_names))
 
@@ -172,6 +174,19 @@ def _defaults(args: nodes.NodeNG) -> tuple[tuple[str, ...], frozenset[str]]:
     return tuple(positional), mutable
 
 
+def _changing_defaults(args: nodes.NodeNG, outer: EffectWalker) -> set[str]:
+    """Parameters whose default is a callable that changes what it is given
+    (`def apply(x, fn=push)`), read where the function is defined."""
+    if not isinstance(args, nodes.Arguments):
+        return set()
+    positional = [a.name for a in [*(args.posonlyargs or []), *(args.args or [])]]
+    pairs = list(zip(reversed(positional), reversed(args.defaults or []), strict=False))
+    pairs += [(a.name, d) for a, d in zip(args.kwonlyargs or [], args.kw_defaults or [],
+                                          strict=False) if d is not None]
+    return {name for name, default in pairs
+            if not isinstance(default, nodes.Const) and outer.changed_by_calling(default)}
+
+
 def default_roots(node: nodes.FunctionDef | nodes.Lambda) -> set[str]:
     """Names whose objects a function's default values hold (`def f(x, rng=rng)`): the
     function keeps them alive, and calls may change them."""
@@ -237,7 +252,8 @@ def summarize_class(
         retains=init.retains - drop, mutates_class=mutates_class,
         attribute_effects=frozenset(attribute_effects),
         iterates_code=bool(methods & _ITERATION_METHODS),
-        called_params=init.called_params - drop, called_globals=init.called_globals)
+        called_params=init.called_params - drop, called_with=init.called_with,
+        seeded_params=init.seeded_params - drop)
 
 
 def _class_body_statement(stmt: nodes.NodeNG, node: nodes.ClassDef, outer: EffectWalker) -> None:

@@ -66,7 +66,9 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         self.params = param_names
         self.param_mutations: set[str] = set()
         self.called_params: set[str] = set()  # parameters called or handed on (a summary's)
-        self.called_globals: set[str] = set()  # globals handed along with them
+        self.called_with: set[tuple[str, int, str]] = set()  # what they get, by position
+        self.unseeded_params: set[str] = set()  # called (or handed on) with no seed
+        self.changing_defaults: set[str] = set()  # parameters defaulting to such a callable
         self.local_aliases: dict[str, set[str]] = {}
         self.local_item_sharing: dict[str, set[str]] = {}  # d = param.copy()
         self.item_roots: dict[str, set[str]] = {}  # comprehension variable -> its collections

@@ -19,6 +19,7 @@ from nb2cwl.analysis.knowledge.pandas import (
     HOLDING_ATTRIBUTES,
     HOLDING_METHODS,
     PANDAS,
+    PIECE_METHODS,
     RANDOM_METHODS,
 )
 from nb2cwl.analysis.knowledge.plotting import MATPLOTLIB, SEABORN
@@ -193,6 +194,7 @@ __all__ = [
     "OPAQUE_READ_FUNCTIONS",
     "OPTIONAL_PATH_METHODS",
     "PATH_METHODS",
+    "PIECE_METHODS",
     "PURE_METHODS",
     "RANDOM_METHODS",
     "REPLAY",
@@ -219,5 +221,6 @@ __all__ = [
     "results_linked",
     "seed_of",
     "state_object",
-    "state_set_by_call", "state_stored_into",
+    "state_set_by_call",
+    "state_stored_into",
 ]

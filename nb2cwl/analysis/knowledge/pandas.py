@@ -39,6 +39,12 @@ PANDAS = Library(
 #: random_state (df.sample()).
 RANDOM_METHODS = frozenset({"sample"})
 
+#: Methods that hand the function they are given pieces of the frame or series (rows,
+#: columns, groups, values): with copy-on-write (pandas 3), a change to a piece never
+#: reaches the frame. (`pipe` hands the frame itself.)
+PIECE_METHODS = frozenset({"apply", "transform", "agg", "aggregate", "map", "applymap",
+                           "filter"})
+
 #: Methods whose result holds the frame or series itself, not a copy: a later change to the
 #: frame (a new column) shows in it, even with copy-on-write. With the type of the result,
 #: whose methods compute new values and change nothing.
