@@ -122,6 +122,34 @@ HANDED = [
     (["class Runner:\n    def __init__(self, fn):\n        self.fn = fn\n"
       "    def run(self, x):\n        self.fn(x)", PUSH, "acc = []", "Runner(push).run(acc)"],
      "acc"),
+    # what *args and **kwargs take, a nested function, a method, a callable a call returns
+    (["def timed(fn, *args, **kwargs):\n    return fn(*args, **kwargs)",
+      "def count(counts, word):\n    counts[word] = counts.get(word, 0) + 1", "counts = {}",
+      "timed(count, counts, 'a')"], "counts"),
+    (["def apply_to(fn, a):\n    def inner(z):\n        fn(z)\n    inner(a)", PUSH, "acc = []",
+      "apply_to(push, acc)"], "acc"),
+    (["def apply_all(fn, rows):\n    def inner(z):\n        fn(z)\n    list(map(inner, rows))",
+      PUSH, "rows = [[1]]", "apply_all(push, rows)"], "rows"),
+    (["class Cleaner:\n    def clean(self, row):\n        row['x'] = 0", APPLY, "row = {}",
+      "n = apply(Cleaner().clean, row)"], "row"),
+    (["class Prep:\n    @staticmethod\n    def clean(row):\n        row['x'] = 0", "row = {}",
+      "Prep.clean(row)"], "row"),
+    (["class P:\n    def __call__(self, a):\n        a.append(1)", APPLY, "acc = []\np = P()",
+      "n = apply(p, acc)"], "acc"),
+    ([APPLY, PUSH, "acc = []\nSTEPS = {'push': push}", "n = apply(STEPS.get('push'), acc)"],
+     "acc"),
+    (["acc = []", "n = len(list(map(getattr(acc, 'append'), [1])))"], "acc"),
+    (["from joblib import Parallel, delayed", PUSH, "acc = []",
+      "Parallel(n_jobs=1)(delayed(push)(acc) for _ in range(2))"], "acc"),
+    (["import operator\nacc = {}", "operator.setitem(acc, 'k', 1)"], "acc"),
+    ([APPLY, "acc = []", "n = apply(lambda z, t=acc: t.append(1), [])"], "acc"),
+    # registries: filled by a call, by a decorator, walked by a function
+    (["HOOKS = []", PUSH, "HOOKS.append(push)",
+      "def run_hooks(a):\n    for h in HOOKS:\n        h(a)", "acc = []", "run_hooks(acc)"],
+     "acc"),
+    (["HOOKS = []\ndef hook(f):\n    HOOKS.append(f)\n    return f",
+      "@hook\ndef push(a):\n    a.append(1)", "def run_hooks(a):\n    for h in HOOKS:\n"
+      "        h(a)", "acc = []", "run_hooks(acc)"], "acc"),
     # globals the function hands through its own names
     (["ROWS = [[1], [2]]", "def each(fn):\n    for row in ROWS:\n        fn(row)", PUSH,
       "each(push)"], "ROWS"),
@@ -137,6 +165,12 @@ def test_a_callable_handed_to_a_call_changes_what_it_is_called_with(tmp_path, ce
     """Before, none of these was seen: a loop around them was scattered, and each process
     changed its own copy."""
     assert changed in effects(flow(tmp_path, cells), len(cells) - 1).mutates
+
+
+def test_a_class_method_changing_its_class_changes_the_class(tmp_path):
+    cells = ["class S:\n    reg = []\n    @classmethod\n    def push(cls, x):\n"
+             "        cls.reg.append(x)", "S.push(1)"]
+    assert "S" in effects(flow(tmp_path, cells), 1).mutates
 
 
 @pytest.mark.parametrize("cells, rng", [
@@ -175,6 +209,11 @@ def test_a_drawing_function_handed_to_a_call_draws(tmp_path, cells, rng):
       "        m = clone(model)\n        train_fn(m, X[k::3], y[k::3])\n"
       "        scores.append(m.score(X, y))\n    return scores",
       "s = cross_validate(train, models['t'], X, y)"]),
+    # a nested function's own parameter is not a global (`one(model)`)
+    (["import numpy as np\nX = np.arange(6.0).reshape(3, 2)\ny = np.arange(3.0)",
+      "def fit(m, X, y):\n    m.append(len(X))",
+      "def sweep(train_fn, sizes):\n    def one(model):\n        return train_fn(model, X, y)\n"
+      "    return [one([s]) for s in sizes]", "res = sweep(fit, [1, 2])"]),
     # data, not methods
     (["import numpy as np\nX = np.arange(3.0)\nlog = []", "print(X.shape, X.T)"]),
 ])

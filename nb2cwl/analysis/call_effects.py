@@ -59,6 +59,8 @@ class CallEffects:
     magic_call: Callable[[nodes.Call, int], bool]
     builtin_source: Callable[[nodes.NodeNG], nodes.Call | None]
     handed_callables: Callable[[nodes.Call, int], None]
+    keep_changing: Callable[[str, nodes.NodeNG], None]
+    changing_method: Callable[[str], bool]
 
     def call(self, node: nodes.Call, bound: set[str] | None = None) -> None:
         """A call: reads, then what the callee is known to do."""
@@ -249,6 +251,9 @@ class CallEffects:
             self.fx.state_changes.append(StateChange(line, kind, what))
             self.fx.module_state.add(what)
             return
+        if self.changing_method(method) and root_name(receiver) not in self.state.imports:
+            for arg in [*node.args, *(k.value for k in node.keywords or ())]:
+                self.mutate_expr(arg, line, f".{method}() changes its argument")
         root = root_name(receiver)
         if root is None:
             return
@@ -314,6 +319,7 @@ class CallEffects:
             return
         for arg in [*node.args, *(k.value for k in node.keywords or ())]:
             self.link_values(root, arg)
+            self.keep_changing(root, arg)
             held = self.held_effects(arg)
             if held is not None:
                 previous = self.state.held_calls.get(root)

@@ -27,12 +27,14 @@ class CalledParameters:
     unseeded_params: set[str]
     changing_defaults: set[str]
     item_roots: dict[str, set[str]]
+    local_functions: dict[str, FunctionSummary]
 
     # provided by the effect walker
     mutate_expr: Callable[..., None]
     roots_of: Callable[[nodes.NodeNG], set[str]]
     local_reach: Callable[..., set[str]]
     _seed_given: Callable[[nodes.Call], nodes.NodeNG | None]
+    name_changes_arguments: Callable[[str], bool]
 
     def merge_parameter_use(self, summary: FunctionSummary) -> None:
         """A nested function's or lambda's changes to this function's parameters, and the
@@ -43,8 +45,8 @@ class CalledParameters:
             self.params)
         self.called_with |= {(called, position, root)
                              for called, position, root in summary.called_with
-                             if called in self.params and (root in self.params
-                                                           or root not in self.locals)}
+                             if called in self.params and (root in self.params or (
+                                 root not in self.locals and root not in summary.param_names))}
 
     def _record_called_params(self, node: nodes.Call) -> None:
         """In a function body: a parameter called (`fn(x)`, `fns[0](x)`) or handed to a
@@ -53,6 +55,12 @@ class CalledParameters:
         called = root_name(node.func) if isinstance(
             node.func, (nodes.Name, nodes.Subscript)) else None
         params = set(self.params)
+        if called is not None and called in self.locals | set(self.item_roots) and any(
+                self.name_changes_arguments(t) for t in self._reached(called)
+                if t not in self.locals):  # for h in HOOKS: h(row)
+            for arg in call_values(node):
+                self.mutate_expr(arg, node.lineno or 0, f"{called}() changes its argument")
+        self._through_local_functions(node)
         calls = self._reached(called) & params if called is not None else set()
         handed = {target for a in call_values(node) if isinstance(a, nodes.Name)
                   for target in self._reached(a.name)} & params
@@ -75,6 +83,29 @@ class CalledParameters:
                         self.called_with |= {(p, -1 if unpacked else position, target)
                                              for p in calls if p != target}
                         self.called_with |= {(p, -1, target) for p in handed if p != target}
+
+    def _through_local_functions(self, node: nodes.Call) -> None:
+        """`def inner(z): fn(z)` in the body, then `inner(a)` or `map(inner, rows)`: fn gets
+        a, or the items of rows."""
+        from nb2cwl.analysis.handed_callables import given_arguments
+
+        values = call_values(node)
+        for part in [node.func, *values]:
+            inner = self.local_functions.get(part.name) if isinstance(part, nodes.Name) else None
+            if inner is None:
+                continue
+            for called, position, root in sorted(inner.called_with):
+                if called not in self.params or root not in inner.param_names:
+                    continue
+                given = given_arguments(node, inner, root) if part is node.func else [
+                    v for v in values if v is not part]
+                for value in given:
+                    for target in {t for r in self.roots_of(value) for t in self._reached(r)}:
+                        if target != called and (target in self.params
+                                                 or target not in self.locals):
+                            self.called_with.add((called, position if part is node.func
+                                                  else -1, target))
+                self.called_params.add(called)
 
     def _reached(self, root: str) -> set[str]:
         """In a function body: the names whose objects a local name may hold (a

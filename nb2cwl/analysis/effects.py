@@ -124,6 +124,7 @@ class FunctionSummary:
     #: (called parameter, position or -1 when not known, parameter or global handed there)
     called_with: frozenset[tuple[str, int, str]] = frozenset()
     seeded_params: frozenset[str] = frozenset()  # called ones it always calls with a seed
+    changing_methods: frozenset[str] = frozenset()  # for classes: methods changing arguments
     #: (parameter, name) pairs: a call of that parameter, given that name's object (another
     #: parameter's or a global's), is returned (`return metric(y_true, pred)`)
     returns_through: frozenset[tuple[str, str]] = frozenset()

@@ -12,7 +12,7 @@ from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
 from nb2cwl.analysis.effects import Effects, FunctionSummary
-from nb2cwl.analysis.handed_callables import bound_argument
+from nb2cwl.analysis.handed_callables import bound_argument, given_arguments
 from nb2cwl.analysis.names import (
     BUILTIN_NAMES,
     ELEMENT_SHARING_BUILTINS,
@@ -134,8 +134,7 @@ class SharedObjects:
             elif starred:
                 found |= of([*call.args, *(k.value for k in call.keywords or ())])
             else:
-                given = bound_argument(call, summary, root)
-                found |= of([given]) if given is not None else set()
+                found |= of(given_arguments(call, summary, root))
         return found
 
     def roots_of(self, value: nodes.NodeNG) -> set[str]:

@@ -42,6 +42,7 @@ class StoreEffects:
     builtin_source: Callable[[nodes.NodeNG], nodes.Call | None]
     roots_of: Callable[[nodes.NodeNG], set[str]]
     held_effects: Callable[[nodes.NodeNG], Effects | None]
+    keep_changing: Callable[[str, nodes.NodeNG], None]
     qualify: Callable[[nodes.NodeNG], str | None]
     _state_object: Callable[[nodes.NodeNG], kb.StateKind | None]
 
@@ -121,6 +122,7 @@ class StoreEffects:
                 self.link_values(holder, value)
             return
         self.link_values(root, value)  # storing x into obj makes obj hold x
+        self.keep_changing(root, value)
         held = self.held_effects(value)
         if held is not None:  # callbacks[name] = f: calling an item later runs f
             previous = self.state.held_calls.get(root)

@@ -159,14 +159,23 @@ def _retained(node: nodes.FunctionDef, params: set[str]) -> set[str]:
     return kept - {"self", "cls"}
 
 
+def default_values(args: nodes.NodeNG) -> dict[str, nodes.NodeNG]:
+    """Each parameter with a default value, and that value's expression."""
+    if not isinstance(args, nodes.Arguments):
+        return {}
+    positional = [a.name for a in [*(args.posonlyargs or []), *(args.args or [])]]
+    pairs = list(zip(reversed(positional), reversed(args.defaults or []), strict=False))
+    pairs += [(a.name, d) for a, d in zip(args.kwonlyargs or [], args.kw_defaults or [],
+                                          strict=False) if d is not None]
+    return dict(pairs)
+
+
 def _defaults(args: nodes.NodeNG) -> tuple[tuple[str, ...], frozenset[str]]:
     """(positional parameters, those whose default is a fresh mutable value made once)."""
     if not isinstance(args, nodes.Arguments):
         return (), frozenset()
     positional = [a.name for a in [*(args.posonlyargs or []), *(args.args or [])]]
-    pairs = list(zip(reversed(positional), reversed(args.defaults or []), strict=False))
-    pairs += [(a.name, d) for a, d in zip(args.kwonlyargs or [], args.kw_defaults or [],
-                                          strict=False) if d is not None]
+    pairs = default_values(args).items()
     mutable = frozenset(name for name, default in pairs if isinstance(
         default, (nodes.List, nodes.Dict, nodes.Set, nodes.Call, nodes.ListComp,
                   nodes.DictComp, nodes.SetComp, nodes.Name, nodes.Attribute,
@@ -177,13 +186,7 @@ def _defaults(args: nodes.NodeNG) -> tuple[tuple[str, ...], frozenset[str]]:
 def _changing_defaults(args: nodes.NodeNG, outer: EffectWalker) -> set[str]:
     """Parameters whose default is a callable that changes what it is given
     (`def apply(x, fn=push)`), read where the function is defined."""
-    if not isinstance(args, nodes.Arguments):
-        return set()
-    positional = [a.name for a in [*(args.posonlyargs or []), *(args.args or [])]]
-    pairs = list(zip(reversed(positional), reversed(args.defaults or []), strict=False))
-    pairs += [(a.name, d) for a, d in zip(args.kwonlyargs or [], args.kw_defaults or [],
-                                          strict=False) if d is not None]
-    return {name for name, default in pairs
+    return {name for name, default in default_values(args).items()
             if not isinstance(default, nodes.Const) and outer.changed_by_calling(default)}
 
 
@@ -220,6 +223,7 @@ def summarize_class(
     init: FunctionSummary | None = None
     mutates_class = False
     attribute_effects: set[str] = set()
+    changing_methods: set[str] = set()
     for stmt in node.body:
         if isinstance(stmt, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
             methods.add(stmt.name)
@@ -229,6 +233,11 @@ def summarize_class(
             mutates_class = mutates_class or summary.mutates_class
             if stmt.name == "__init__":
                 init = summary
+            own = set() if "staticmethod" in summary.decorators else set(summary.positional[:1])
+            if summary.param_mutations - own:  # obj.clean(row) changes row
+                changing_methods.add(stmt.name)
+            if "classmethod" in summary.decorators and summary.param_mutations & own:
+                mutates_class = True  # cls.registry.append(x)
             changes = summary.param_mutations or summary.effects.mutates
             if changes and (_is_property(stmt) or stmt.name in _ATTRIBUTE_HOOKS):
                 attribute_effects.add("*" if stmt.name in _ATTRIBUTE_HOOKS else stmt.name)
@@ -243,7 +252,8 @@ def summarize_class(
         return FunctionSummary(node.name, cell_index, effects, (), frozenset(),
                                frozenset(methods), is_class=True, mutates_class=mutates_class,
                                attribute_effects=frozenset(attribute_effects),
-                               iterates_code=bool(methods & _ITERATION_METHODS))
+                               iterates_code=bool(methods & _ITERATION_METHODS),
+                               changing_methods=frozenset(changing_methods))
     drop = set(init.positional[:1])  # self
     return FunctionSummary(
         node.name, cell_index, effects, tuple(p for p in init.param_names if p not in drop),
@@ -253,7 +263,8 @@ def summarize_class(
         attribute_effects=frozenset(attribute_effects),
         iterates_code=bool(methods & _ITERATION_METHODS),
         called_params=init.called_params - drop, called_with=init.called_with,
-        seeded_params=init.seeded_params - drop)
+        seeded_params=init.seeded_params - drop,
+        changing_methods=frozenset(changing_methods))
 
 
 def _class_body_statement(stmt: nodes.NodeNG, node: nodes.ClassDef, outer: EffectWalker) -> None:

@@ -69,6 +69,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         self.called_with: set[tuple[str, int, str]] = set()  # what they get, by position
         self.unseeded_params: set[str] = set()  # called (or handed on) with no seed
         self.changing_defaults: set[str] = set()  # parameters defaulting to such a callable
+        self.local_functions: dict[str, FunctionSummary] = {}  # defined in the body walked
         self.local_aliases: dict[str, set[str]] = {}
         self.local_item_sharing: dict[str, set[str]] = {}  # d = param.copy()
         self.item_roots: dict[str, set[str]] = {}  # comprehension variable -> its collections
@@ -188,6 +189,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
             self.state.state_objects[bound] = kind
 
     def _stmt_FunctionDef(self, node: nodes.FunctionDef) -> None:
+        registries = set(self.defining_changes)
         self._definition_time(node)
         summary = summarize_function(node, self.state, self.cell_index, self._outer_locals(),
                                      outer_params=self.params)
@@ -196,6 +198,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
             self._nested(summary, node.lineno or 0)
         else:
             self.state.functions[node.name] = summary
+            self.registered(self.defining_changes - registries, node.name)
             for held in sorted(default_roots(node) - set(self.state.imports)):
                 if held not in self.state.functions:  # def f(x, rng=rng): f keeps rng
                     self.state.link(node.name, held)
@@ -359,6 +362,7 @@ class EffectWalker(NameEffects, SharedObjects, BoundValues, StoreEffects, CallEf
         the outer function's parameters included (a decorator factory filling a registry)."""
         self.apply_effects(summary.effects, f"call of {summary.name}")
         self.merge_parameter_use(summary)
+        self.local_functions[summary.name] = summary
 
     def _outer_locals(self) -> set[str]:
         return set(self.locals) if self.function_mode else set()

@@ -247,6 +247,9 @@ STDLIB = Library(
         "heapq.heapify": (0,), "heapq.heappushpop": (0,), "heapq.heapreplace": (0,),
         "bisect.insort": (0,), "bisect.insort_left": (0,), "bisect.insort_right": (0,),
         "setattr": (0,), "delattr": (0,),
+        **dict.fromkeys((f"operator.{name}" for name in (
+            "setitem", "delitem", "iadd", "iand", "iconcat", "ior", "isub", "ixor", "imul")),
+            (0,)),
     },
     keeping_functions=_KEEPING,
     file_functions={
