@@ -271,3 +271,36 @@ def test_hidden_effects_run_as_in_jupyter(tmp_path):
     assert ours == run_with_nbclient(source, tmp_path / "kernel")
     assert ours[2] == ["stdout: [3, 4]\n"]
     assert ours[4] == ["stdout: 3000000 ['settings defined']\n"]
+
+
+HANDED_CELLS = [
+    "import time\ndef push(v):\n    v.append(1)\ndef apply(fn, x):\n    time.sleep(0.3)\n"
+    "    fn(x)\n    return len(x)\ndef fill(row):\n    time.sleep(0.3)\n    row['x'] = 0\n"
+    "    return row['k']\ndef call(fn, row):\n    return fn(row)\nfns = [fill]",
+    "acc = []\nsizes = []\nfor i in range(6):\n    sizes.append(apply(push, acc))\n"
+    "print(sizes, len(acc))",
+    "filled = []\nfor i in range(6):\n    filled.append(call(fns[0], {'x': None, 'k': i}))\n"
+    "print(filled)",
+]
+
+
+@pytest.mark.streamflow
+def test_handed_callables_run_as_in_jupyter(tmp_path):
+    """Before, the first loop was scattered and printed `[1, 2, 3, 1, 2, 3] 0`; the second,
+    scattered rightly, raised NameError: its step replayed `fill` without the `import time`
+    its body uses."""
+    import json
+    import subprocess
+    import sys
+
+    from equivalence import run_with_nbclient, run_with_workflow
+    from explained import skeleton_lines
+
+    source = Path(make_notebook(tmp_path, HANDED_CELLS))
+    explained = subprocess.run([sys.executable, "-m", "nb2cwl", "explain", str(source), "--json"],
+                               capture_output=True, text=True, check=True)
+    assert set(skeleton_lines(json.loads(explained.stdout))) == {2}  # only the second loop
+    ours, _ = run_with_workflow(source, tmp_path / "workflow")
+    assert ours == run_with_nbclient(source, tmp_path / "kernel")
+    assert ours[1] == ["stdout: [1, 2, 3, 4, 5, 6] 6\n"]
+    assert ours[2] == ["stdout: [0, 1, 2, 3, 4, 5]\n"]

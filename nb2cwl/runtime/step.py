@@ -24,6 +24,7 @@ from . import (
     warnings_once,
 )
 from .arguments import Arguments, parse_arguments
+from .called_globals import globals_used
 from .capture import OutputCapture
 from .failure import (
     CellFailed,
@@ -182,12 +183,16 @@ def _execute(spec: dict[str, Any], args: Arguments, root: str, out: str, key: st
         exec(_replayed(definition, spec.get("defining_cells", {}), executor, flags), namespace)
 
     def ensure_defined(names: list[str]) -> None:
+        """A loaded value holds these (its functions, saved by name): replay them, and what
+        their bodies use when called."""
         for name in names:
             if name in namespace:
                 continue
             for key, definition in definitions.items():
                 if name in definition["names"]:
                     replay(key)
+                    for defined in definition["names"]:
+                        ensure_defined(sorted(globals_used(namespace.get(defined))))
 
     report: dict[str, Any] = {"step": spec["step"], "cells": [], "started": time.time(),
                               "pid": os.getpid(), "runtime": executor.kind}
