@@ -66,17 +66,18 @@ class CallableChanges:
         """`@hook def push(a)`, with hook filling HOOKS: HOOKS holds push now."""
         if registries and self.name_changes_arguments(function):
             for holder in sorted(registries):
-                _, held = self.state.changing_callables.get(holder, (False, frozenset()))
-                self.state.changing_callables[holder] = (True, held)
+                self._hold_changing(holder, True, frozenset())
 
     def keep_changing(self, holder: str, value: nodes.NodeNG) -> None:
         """`HOOKS.append(push)`, `registry[k] = push`: the holder now holds a callable that
         changes what it is given (or holds)."""
         changed = self.changed_by_calling(value)
-        if changed is None:
-            return
-        given, held = self.state.changing_callables.get(holder, (False, frozenset()))
-        self.state.changing_callables[holder] = (given or changed[0], held | changed[1])
+        if changed is not None:
+            self._hold_changing(holder, *changed)
+
+    def _hold_changing(self, holder: str, given: bool, held: frozenset[str]) -> None:
+        was_given, was_held = self.state.changing_callables.get(holder, (False, frozenset()))
+        self.state.changing_callables[holder] = (was_given or given, was_held | held)
 
     def _changes_arguments(self, argument: nodes.NodeNG) -> bool:
         """Whether calling the handed value may change what it is called with."""

@@ -3,7 +3,7 @@ call (`called_params`), what it hands them at which position (`called_with`: its
 and globals' objects, through its local names and comprehension variables), which it always
 calls with a seed, and the changes a parameter's default callable makes (`def apply(x,
 fn=push)`). The summary keeps these; `handed_callables` reads them where the function is
-called with a callable.
+called with a callable, with `given_arguments`: what a call gives each of its parameters.
 """
 
 from __future__ import annotations
@@ -87,8 +87,6 @@ class CalledParameters:
     def _through_local_functions(self, node: nodes.Call) -> None:
         """`def inner(z): fn(z)` in the body, then `inner(a)` or `map(inner, rows)`: fn gets
         a, or the items of rows."""
-        from nb2cwl.analysis.handed_callables import given_arguments
-
         values = call_values(node)
         for part in [node.func, *values]:
             inner = self.local_functions.get(part.name) if isinstance(part, nodes.Name) else None
@@ -121,3 +119,33 @@ def call_values(node: nodes.Call) -> list[nodes.NodeNG]:
     for argument in [*node.args, *(k.value for k in node.keywords or ())]:
         found.append(argument.value if isinstance(argument, nodes.Starred) else argument)
     return found
+
+
+def bound_argument(call: nodes.Call, summary: FunctionSummary, param: str,
+                   ) -> nodes.NodeNG | None:
+    """The argument the call gives the notebook function's parameter `param` (None: its
+    default; the call has no starred arguments)."""
+    for keyword in call.keywords or ():
+        if keyword.arg == param:
+            return keyword.value
+    if param in summary.positional:
+        position = summary.positional.index(param)
+        if position < len(call.args):
+            return call.args[position]
+    return None
+
+
+def given_arguments(call: nodes.Call, summary: FunctionSummary, param: str,
+                    ) -> list[nodes.NodeNG]:
+    """What the call gives the notebook function's parameter `param`: its argument, or for
+    `*args` and `**kwargs` (a parameter neither positional nor named here) the arguments no
+    other parameter takes; none when it keeps its default."""
+    bound = bound_argument(call, summary, param)
+    if bound is not None:
+        return [bound]
+    if param in summary.positional:
+        return []
+    named = set(summary.param_names)
+    return [*(a.value if isinstance(a, nodes.Starred) else a
+              for a in call.args[len(summary.positional):]),
+            *(k.value for k in call.keywords or () if k.arg not in named)]

@@ -29,9 +29,10 @@ from nb2cwl.analysis.callable_changes import (
     CallableChanges,
     parts,
 )
-from nb2cwl.analysis.called_parameters import CalledParameters, call_values
+from nb2cwl.analysis.called_parameters import CalledParameters, call_values, given_arguments
 from nb2cwl.analysis.effects import Effects, FunctionSummary
 from nb2cwl.analysis.names import root_name
+from nb2cwl.analysis.shared_objects import PANDAS_COPIES_ON_WRITE
 from nb2cwl.analysis.state import NamespaceState
 
 
@@ -182,41 +183,9 @@ class HandedCallables(CalledParameters, CallableChanges):
     def _hands_pieces(self, func: nodes.Attribute) -> bool:
         """`df.apply(f)`, `df.groupby(k).transform(f)`: f gets pieces of the frame, which
         pandas' copy-on-write keeps apart from it (see shared_objects)."""
-        from nb2cwl.analysis.shared_objects import PANDAS_COPIES_ON_WRITE
-
         root = root_name(func.expr)
         return PANDAS_COPIES_ON_WRITE and func.attrname in kb.PIECE_METHODS and (
             "pandas" in self.state.families.get(root or "", ()))
-
-
-def bound_argument(call: nodes.Call, summary: FunctionSummary, param: str,
-                   ) -> nodes.NodeNG | None:
-    """The argument the call gives the notebook function's parameter `param` (None: its
-    default; the call has no starred arguments)."""
-    for keyword in call.keywords or ():
-        if keyword.arg == param:
-            return keyword.value
-    if param in summary.positional:
-        position = summary.positional.index(param)
-        if position < len(call.args):
-            return call.args[position]
-    return None
-
-
-def given_arguments(call: nodes.Call, summary: FunctionSummary, param: str,
-                    ) -> list[nodes.NodeNG]:
-    """What the call gives the notebook function's parameter `param`: its argument, or for
-    `*args` and `**kwargs` (a parameter neither positional nor named here) the arguments no
-    other parameter takes; none when it keeps its default."""
-    bound = bound_argument(call, summary, param)
-    if bound is not None:
-        return [bound]
-    if param in summary.positional:
-        return []
-    named = set(summary.param_names)
-    return [*(a.value if isinstance(a, nodes.Starred) else a
-              for a in call.args[len(summary.positional):]),
-            *(k.value for k in call.keywords or () if k.arg not in named)]
 
 
 def _arguments(node: nodes.Call, summary: FunctionSummary | None,

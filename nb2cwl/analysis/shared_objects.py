@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nb2cwl.analysis import knowledge as kb
+from nb2cwl.analysis.called_parameters import bound_argument, given_arguments
 from nb2cwl.analysis.effects import Effects, FunctionSummary
-from nb2cwl.analysis.handed_callables import bound_argument, given_arguments
 from nb2cwl.analysis.names import (
     BUILTIN_NAMES,
     ELEMENT_SHARING_BUILTINS,

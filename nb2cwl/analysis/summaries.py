@@ -56,7 +56,7 @@ def summarize_function(
     seen = [*params, *(p for p in outer_params if p not in own_locals and p not in params)]
     walker = EffectWalker(state, cell_index, None, local_names, tuple(seen))
     walker.owner_class = owner_class
-    walker.changing_defaults = _changing_defaults(args, EffectWalker(state, cell_index))
+    walker.changing_defaults = _changing_defaults(args, state, cell_index)
     if isinstance(node, nodes.Lambda):
         walker.expression(node.body)
         returned = [node.body]
@@ -183,11 +183,17 @@ def _defaults(args: nodes.NodeNG) -> tuple[tuple[str, ...], frozenset[str]]:
     return tuple(positional), mutable
 
 
-def _changing_defaults(args: nodes.NodeNG, outer: EffectWalker) -> set[str]:
+def _changing_defaults(args: nodes.NodeNG, state: NamespaceState, cell_index: int,
+                       ) -> set[str]:
     """Parameters whose default is a callable that changes what it is given
     (`def apply(x, fn=push)`), read where the function is defined."""
-    return {name for name, default in default_values(args).items()
-            if not isinstance(default, nodes.Const) and outer.changed_by_calling(default)}
+    from nb2cwl.analysis.walker import EffectWalker
+
+    defaults = {n: d for n, d in default_values(args).items() if not isinstance(d, nodes.Const)}
+    if not defaults:
+        return set()
+    outer = EffectWalker(state, cell_index)
+    return {name for name, default in defaults.items() if outer.changed_by_calling(default)}
 
 
 def default_roots(node: nodes.FunctionDef | nodes.Lambda) -> set[str]:
